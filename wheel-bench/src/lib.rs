@@ -1,0 +1,2 @@
+//! Shared pieces of the benchmarks: the peers we measure against.
+pub mod peers;

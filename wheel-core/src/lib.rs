@@ -1,0 +1,104 @@
+//! A `no_std` cascading hierarchical timing wheel: exact to the tick, O(1)
+//! insert, cancel and reschedule, and no allocation per timer.
+//!
+//! Time is a `u64` tick that you pass in; there is no clock, thread or I/O
+//! here. [`Wheel<T>`] grows (feature `alloc`, on by default);
+//! [`FixedWheel<T, N>`] holds exactly `N` timers inline and never allocates.
+//!
+//! ```
+//! use wheel_core::Wheel;
+//!
+//! let mut wheel = Wheel::new();
+//! let request = wheel.insert(30, "request 7 timed out");
+//! wheel.insert(10, "heartbeat");
+//! wheel.cancel(request); // the reply came in time
+//!
+//! // A driver sleeps until `next_expiration`, then advances to it.
+//! while let Some(tick) = wheel.next_expiration() {
+//!     for expired in wheel.advance(tick) {
+//!         assert_eq!(expired.deadline, tick); // exact, never early
+//!         assert_eq!(expired.value, "heartbeat");
+//!     }
+//! }
+//! assert!(wheel.is_empty());
+//! ```
+//!
+//! # Design
+//!
+//! `LEVELS` levels of `SLOTS` slots (default 64 × 11). Slot `s` of level `k`
+//! spans `SLOTS^k` ticks. A timer sits on the level of the most significant
+//! base-`SLOTS` digit in which its deadline differs from `now`, in the slot of
+//! its deadline's digit there. When the clock reaches a slot on level `k > 0`,
+//! the whole slot is taken and each timer is filed again relative to the new
+//! clock, on a strictly lower level — so every timer comes out at exactly its
+//! deadline tick, unlike Linux's non-cascading wheel, which rounds up.
+//!
+//! | level | slot span (64 slots) | level range |
+//! |-------|----------------------|-------------|
+//! | 0     | 1 tick               | 64 ticks    |
+//! | 1     | 64 ticks             | 2¹² ticks   |
+//! | 2     | 2¹² ticks            | 2¹⁸ ticks   |
+//! | k     | 2^(6k) ticks         | 2^(6k+6) ticks |
+//! | 10    | 2⁶⁰ ticks            | all of `u64` |
+//!
+//! Eleven 6-bit levels cover all 64 bits, so **no deadline is clamped or
+//! rejected**, `u64::MAX` included, and no overflow wheel is needed. Other
+//! geometries are a type parameter away ([`TimerWheel::with_geometry`]):
+//! `SLOTS` a power of two from 2 to 64 and `LEVELS` = ⌈64 / log2 `SLOTS`⌉.
+//!
+//! Each level keeps a 64-bit occupancy bitmap and the wheel keeps one bit per
+//! level, so the next occupied slot is two `trailing_zeros` away:
+//! [`next_expiration`](TimerWheel::next_expiration) is O(1), and advancing
+//! across any stretch of empty time costs nothing per empty tick.
+//!
+//! Timers live in a slab of entries linked by `u32` index into intrusive
+//! doubly-linked slot lists; each entry has a generation, so a stale
+//! [`TimerId`] never touches a newer timer. A [`Storage`] type parameter picks
+//! a `Vec` ([`VecStorage`]) or an inline array ([`ArrayStorage`]): one
+//! implementation serves both.
+//!
+//! **Memory:** at most 32 bytes per timer beyond `size_of::<T>()` (the deadline,
+//! two links, a generation and the slot's tag), plus the fixed tables: 11
+//! levels × 64 slots × 4 bytes ≈ 2.8 KiB.
+//!
+//! # Promises
+//!
+//! 1. `advance(t)` yields exactly the pending timers with deadline ≤
+//!    `max(t, now())` and sets `now()` to that; time never goes backwards.
+//! 2. Never early: nothing comes out of `advance(t)` with a deadline > `t`.
+//! 3. Order: first the timers already due when `advance` was called, in any
+//!    order; then the rest in non-decreasing deadline order.
+//! 4. A timer inserted or rescheduled to a deadline ≤ `now()` is due: the next
+//!    `advance` yields it.
+//! 5. Dropping [`Advance`] early loses nothing: what it did not yield stays
+//!    pending, already due, and comes out first next time.
+//! 6. [`next_expiration`](TimerWheel::next_expiration) is `None` iff empty,
+//!    else some `t` in `now() ..= max(now(), earliest deadline)` at which
+//!    `advance(t)` makes progress. Looping `advance(next_expiration())` yields
+//!    each timer from the call whose argument equals its deadline, with at most
+//!    `LEVELS + 1` calls per timer.
+//! 7. Stale ids are inert.
+//! 8. A [`FixedWheel<T, N>`] holds exactly `N` timers.
+//!
+//! # Features
+//!
+//! - `alloc` (default): [`Wheel`] and [`VecStorage`]. Without it the crate
+//!   needs neither `std` nor an allocator.
+#![no_std]
+#![warn(clippy::std_instead_of_core, clippy::alloc_instead_of_core)]
+
+#[cfg(feature = "alloc")]
+extern crate alloc;
+
+mod error;
+mod level;
+mod slab;
+mod wheel;
+
+pub use error::Full;
+#[cfg(feature = "alloc")]
+pub use slab::VecStorage;
+pub use slab::{ArrayStorage, Storage, TimerId};
+#[cfg(feature = "alloc")]
+pub use wheel::Wheel;
+pub use wheel::{Advance, Drain, Expired, FixedWheel, TimerWheel};

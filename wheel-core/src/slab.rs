@@ -1,0 +1,357 @@
+//! Timer storage: a slab of entries addressed by `u32` index, each with a
+//! generation so that a stale [`TimerId`] can never touch a newer timer.
+//!
+//! The slab does not care whether its entries live in a `Vec` or an array:
+//! that is the [`Storage`] type parameter, so one wheel implementation serves
+//! both [`Wheel`](crate::Wheel) and [`FixedWheel`](crate::FixedWheel).
+
+/// The "no entry" index: ends lists and the free list.
+pub(crate) const NIL: u32 = u32::MAX;
+
+/// Names one timer in one wheel.
+///
+/// It goes stale once its timer fires, is cancelled or is drained; a stale id
+/// is inert (`cancel` gives `None`, `reschedule` gives `false`). Entries are
+/// reused, but each reuse bumps a 32-bit generation, so an id can only match a
+/// newer timer after its entry has been reused 2³² times.
+///
+/// # Examples
+/// ```
+/// use wheel_core::Wheel;
+///
+/// let mut wheel = Wheel::new();
+/// let id = wheel.insert(5, "tick");
+/// assert_eq!(wheel.cancel(id), Some("tick"));
+/// assert_eq!(wheel.cancel(id), None); // stale now
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub struct TimerId {
+    pub(crate) index: u32,
+    pub(crate) generation: u32,
+}
+
+/// A pending timer: its deadline, its links in a slot list and its value.
+pub(crate) struct Node<T> {
+    pub(crate) deadline: u64,
+    pub(crate) prev: u32,
+    pub(crate) next: u32,
+    pub(crate) value: T,
+}
+
+pub(crate) enum Slot<T> {
+    Vacant { next_free: u32 },
+    Occupied(Node<T>),
+}
+
+mod sealed {
+    /// One slab entry. Public only inside this private module, so users can
+    /// name [`Storage`](super::Storage) but never implement or call into it.
+    pub struct Entry<T> {
+        pub(crate) generation: u32,
+        pub(crate) slot: super::Slot<T>,
+    }
+
+    pub trait Sealed<T> {
+        fn entries(&self) -> &[Entry<T>];
+        fn entries_mut(&mut self) -> &mut [Entry<T>];
+        /// Appends an entry, or hands it back when there is no room.
+        fn try_push(&mut self, entry: Entry<T>) -> Result<(), Entry<T>>;
+        /// How many entries fit without reallocating.
+        fn capacity(&self) -> usize;
+    }
+}
+use sealed::Entry;
+
+/// Where a wheel keeps its entries: [`VecStorage`] (grows) or
+/// [`ArrayStorage`] (fixed, never allocates). Sealed.
+///
+/// # Examples
+/// ```
+/// use wheel_core::{ArrayStorage, Storage, TimerWheel};
+///
+/// fn pending<T, S: Storage<T>>(wheel: &TimerWheel<T, S>) -> usize {
+///     wheel.len()
+/// }
+/// let wheel: TimerWheel<u8, ArrayStorage<u8, 4>> = TimerWheel::with_geometry(0);
+/// assert_eq!(pending(&wheel), 0);
+/// ```
+pub trait Storage<T>: sealed::Sealed<T> {}
+
+/// Growable storage: a `Vec` of entries. Backs [`Wheel`](crate::Wheel).
+///
+/// # Examples
+/// ```
+/// use wheel_core::{TimerWheel, VecStorage};
+///
+/// let mut wheel: TimerWheel<&str, VecStorage<&str>, 16, 16> = TimerWheel::with_geometry(0);
+/// wheel.try_insert(300, "a").unwrap();
+/// assert_eq!(wheel.next_expiration(), Some(256)); // a level-2 slot starts there
+/// ```
+#[cfg(feature = "alloc")]
+pub struct VecStorage<T> {
+    entries: alloc::vec::Vec<Entry<T>>,
+}
+
+#[cfg(feature = "alloc")]
+impl<T> Default for VecStorage<T> {
+    fn default() -> Self {
+        Self {
+            entries: alloc::vec::Vec::new(),
+        }
+    }
+}
+
+#[cfg(feature = "alloc")]
+impl<T> VecStorage<T> {
+    pub(crate) fn with_capacity(capacity: usize) -> Self {
+        Self {
+            entries: alloc::vec::Vec::with_capacity(capacity),
+        }
+    }
+
+    pub(crate) fn reserve(&mut self, additional: usize) {
+        self.entries.reserve(additional);
+    }
+}
+
+#[cfg(feature = "alloc")]
+impl<T> sealed::Sealed<T> for VecStorage<T> {
+    #[inline]
+    fn entries(&self) -> &[Entry<T>] {
+        &self.entries
+    }
+    #[inline]
+    fn entries_mut(&mut self) -> &mut [Entry<T>] {
+        &mut self.entries
+    }
+    #[inline]
+    fn try_push(&mut self, entry: Entry<T>) -> Result<(), Entry<T>> {
+        // NIL is reserved, so index u32::MAX - 1 is the last usable one.
+        if self.entries.len() >= NIL as usize {
+            return Err(entry);
+        }
+        self.entries.push(entry);
+        Ok(())
+    }
+    fn capacity(&self) -> usize {
+        self.entries.capacity().min(NIL as usize)
+    }
+}
+
+#[cfg(feature = "alloc")]
+impl<T> Storage<T> for VecStorage<T> {}
+
+/// Fixed storage for exactly `N` timers, inline, never allocating. Backs
+/// [`FixedWheel`](crate::FixedWheel).
+///
+/// # Examples
+/// ```
+/// use wheel_core::FixedWheel;
+///
+/// let mut wheel: FixedWheel<u32, 2> = FixedWheel::new();
+/// assert!(wheel.try_insert(1, 1).is_ok());
+/// assert!(wheel.try_insert(2, 2).is_ok());
+/// assert!(wheel.try_insert(3, 3).is_err());
+/// ```
+pub struct ArrayStorage<T, const N: usize> {
+    entries: [Entry<T>; N],
+    used: usize,
+}
+
+impl<T, const N: usize> Default for ArrayStorage<T, N> {
+    fn default() -> Self {
+        const { assert!(N < NIL as usize, "FixedWheel capacity must be below u32::MAX") };
+        Self {
+            entries: core::array::from_fn(|_| Entry {
+                generation: 0,
+                slot: Slot::Vacant { next_free: NIL },
+            }),
+            used: 0,
+        }
+    }
+}
+
+impl<T, const N: usize> sealed::Sealed<T> for ArrayStorage<T, N> {
+    #[inline]
+    fn entries(&self) -> &[Entry<T>] {
+        &self.entries[..self.used]
+    }
+    #[inline]
+    fn entries_mut(&mut self) -> &mut [Entry<T>] {
+        &mut self.entries[..self.used]
+    }
+    #[inline]
+    fn try_push(&mut self, entry: Entry<T>) -> Result<(), Entry<T>> {
+        match self.entries.get_mut(self.used) {
+            Some(free) => {
+                *free = entry;
+                self.used += 1;
+                Ok(())
+            }
+            None => Err(entry),
+        }
+    }
+    fn capacity(&self) -> usize {
+        N
+    }
+}
+
+impl<T, const N: usize> Storage<T> for ArrayStorage<T, N> {}
+
+/// The entries plus a free list threaded through the vacant ones.
+pub(crate) struct Slab<T, S> {
+    storage: S,
+    free_head: u32,
+    len: u32,
+    _marker: core::marker::PhantomData<T>,
+}
+
+impl<T, S: Storage<T>> Slab<T, S> {
+    pub(crate) fn new(storage: S) -> Self {
+        Self {
+            storage,
+            free_head: NIL,
+            len: 0,
+            _marker: core::marker::PhantomData,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    #[inline]
+    pub(crate) fn storage(&self) -> &S {
+        &self.storage
+    }
+
+    #[inline]
+    pub(crate) fn storage_mut(&mut self) -> &mut S {
+        &mut self.storage
+    }
+
+    /// How many entries exist (occupied or vacant): indexes below this are valid.
+    #[inline]
+    pub(crate) fn entries_len(&self) -> usize {
+        self.storage.entries().len()
+    }
+
+    /// Stores `node`, or hands its value back when storage is full.
+    #[inline]
+    pub(crate) fn insert(&mut self, node: Node<T>) -> Result<TimerId, T> {
+        if self.free_head != NIL {
+            let index = self.free_head;
+            let entry = &mut self.storage.entries_mut()[index as usize];
+            let Slot::Vacant { next_free } = entry.slot else {
+                unreachable!("free list points at an occupied entry {index}");
+            };
+            self.free_head = next_free;
+            entry.slot = Slot::Occupied(node);
+            self.len += 1;
+            return Ok(TimerId {
+                index,
+                generation: entry.generation,
+            });
+        }
+        let index = self.entries_len() as u32;
+        let entry = Entry {
+            generation: 0,
+            slot: Slot::Occupied(node),
+        };
+        match self.storage.try_push(entry) {
+            Ok(()) => {
+                self.len += 1;
+                Ok(TimerId {
+                    index,
+                    generation: 0,
+                })
+            }
+            Err(Entry {
+                slot: Slot::Occupied(node),
+                ..
+            }) => Err(node.value),
+            Err(_) => unreachable!("storage handed back a different entry"),
+        }
+    }
+
+    /// The index of `id`'s entry if `id` is live.
+    #[inline]
+    pub(crate) fn index_of(&self, id: TimerId) -> Option<u32> {
+        match self.storage.entries().get(id.index as usize) {
+            Some(Entry {
+                generation,
+                slot: Slot::Occupied(_),
+            }) if *generation == id.generation => Some(id.index),
+            _ => None,
+        }
+    }
+
+    /// The node at a live index.
+    ///
+    /// # Panics
+    /// If `index` is vacant or out of range: a wheel bug, never user input.
+    #[inline]
+    pub(crate) fn node(&self, index: u32) -> &Node<T> {
+        match &self.storage.entries()[index as usize].slot {
+            Slot::Occupied(node) => node,
+            Slot::Vacant { .. } => unreachable!("entry {index} is vacant"),
+        }
+    }
+
+    /// The node at a live index, mutably. Panics as [`Self::node`].
+    #[inline]
+    pub(crate) fn node_mut(&mut self, index: u32) -> &mut Node<T> {
+        match &mut self.storage.entries_mut()[index as usize].slot {
+            Slot::Occupied(node) => node,
+            Slot::Vacant { .. } => unreachable!("entry {index} is vacant"),
+        }
+    }
+
+    /// The node at `index` if that entry is occupied.
+    #[inline]
+    pub(crate) fn try_node(&self, index: usize) -> Option<&Node<T>> {
+        match &self.storage.entries().get(index)?.slot {
+            Slot::Occupied(node) => Some(node),
+            Slot::Vacant { .. } => None,
+        }
+    }
+
+    /// Frees a live index, staling its id, and returns the id and node.
+    #[inline]
+    pub(crate) fn remove(&mut self, index: u32) -> (TimerId, Node<T>) {
+        let free_head = self.free_head;
+        let entry = &mut self.storage.entries_mut()[index as usize];
+        let slot = core::mem::replace(
+            &mut entry.slot,
+            Slot::Vacant {
+                next_free: free_head,
+            },
+        );
+        let Slot::Occupied(node) = slot else {
+            unreachable!("removing vacant entry {index}");
+        };
+        let id = TimerId {
+            index,
+            generation: entry.generation,
+        };
+        entry.generation = entry.generation.wrapping_add(1);
+        self.free_head = index;
+        self.len -= 1;
+        (id, node)
+    }
+
+    /// Counts the free list, for invariant checks.
+    pub(crate) fn free_count(&self) -> usize {
+        let mut count = 0;
+        let mut index = self.free_head;
+        while index != NIL {
+            count += 1;
+            match self.storage.entries()[index as usize].slot {
+                Slot::Vacant { next_free } => index = next_free,
+                Slot::Occupied(_) => panic!("free list reaches occupied entry {index}"),
+            }
+        }
+        count
+    }
+}

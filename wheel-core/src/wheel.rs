@@ -1,0 +1,822 @@
+//! The cascading wheel: insert, cancel, reschedule, advance and drain over a
+//! [`Storage`] of entries linked into per-slot lists.
+
+use core::fmt;
+
+use crate::level::{Geometry, Level};
+use crate::slab::{Node, Slab, Storage, TimerId, NIL};
+use crate::Full;
+#[cfg(feature = "alloc")]
+use crate::VecStorage;
+use crate::ArrayStorage;
+
+/// A timer that came due, as yielded by [`advance`](TimerWheel::advance) and
+/// [`drain`](TimerWheel::drain).
+///
+/// # Examples
+/// ```
+/// use wheel_core::Wheel;
+///
+/// let mut wheel = Wheel::new();
+/// let id = wheel.insert(3, 'x');
+/// let expired = wheel.advance(3).next().unwrap();
+/// assert_eq!((expired.id, expired.deadline, expired.value), (id, 3, 'x'));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Expired<T> {
+    /// The timer's id, stale from now on.
+    pub id: TimerId,
+    /// The tick it was due at.
+    pub deadline: u64,
+    /// What was stored with it.
+    pub value: T,
+}
+
+/// A hierarchical timing wheel over a [`Storage`] `S`, with `SLOTS` slots
+/// per level and `LEVELS` levels. Use it through [`Wheel`] (growable) or
+/// [`FixedWheel`] (fixed capacity, no allocation).
+///
+/// See the [crate docs](crate) for the design and the promises.
+///
+/// # Examples
+/// ```
+/// use wheel_core::Wheel;
+///
+/// let mut wheel = Wheel::new();
+/// wheel.insert(100, "late");
+/// wheel.insert(10, "early");
+/// let fired: Vec<_> = wheel.advance(100).map(|e| e.value).collect();
+/// assert_eq!(fired, ["early", "late"]);
+/// ```
+pub struct TimerWheel<T, S, const SLOTS: usize = 64, const LEVELS: usize = 11> {
+    now: u64,
+    /// Bit `k` is set iff `levels[k]` has an occupied slot.
+    occupied_levels: u64,
+    /// Timers whose deadline is ≤ `now`: the next `advance` yields them first.
+    due_head: u32,
+    levels: [Level<SLOTS>; LEVELS],
+    slab: Slab<T, S>,
+}
+
+/// A growable wheel: entries live in a `Vec`, so [`insert`](Wheel::insert)
+/// never fails. The default geometry is 64 slots × 11 levels.
+///
+/// # Examples
+/// ```
+/// use wheel_core::Wheel;
+///
+/// let mut wheel = Wheel::starting_at(1_000);
+/// let id = wheel.insert(1_500, "retry");
+/// assert_eq!(wheel.deadline(id), Some(1_500));
+/// assert!(wheel.advance(1_499).next().is_none());
+/// assert_eq!(wheel.advance(1_500).next().unwrap().value, "retry");
+/// ```
+#[cfg(feature = "alloc")]
+pub type Wheel<T, const SLOTS: usize = 64, const LEVELS: usize = 11> =
+    TimerWheel<T, VecStorage<T>, SLOTS, LEVELS>;
+
+/// A wheel with room for exactly `N` timers, stored inline: it never
+/// allocates, and [`try_insert`](TimerWheel::try_insert) hands the value back
+/// in [`Full`] when all `N` are pending.
+///
+/// # Examples
+/// ```
+/// use wheel_core::FixedWheel;
+///
+/// let mut wheel: FixedWheel<u8, 1> = FixedWheel::new();
+/// let id = wheel.try_insert(5, 1).unwrap();
+/// assert_eq!(wheel.try_insert(6, 2).unwrap_err().into_inner(), 2);
+/// wheel.cancel(id);
+/// assert!(wheel.try_insert(6, 2).is_ok());
+/// ```
+pub type FixedWheel<T, const N: usize, const SLOTS: usize = 64, const LEVELS: usize = 11> =
+    TimerWheel<T, ArrayStorage<T, N>, SLOTS, LEVELS>;
+
+#[cfg(feature = "alloc")]
+impl<T> TimerWheel<T, VecStorage<T>> {
+    /// An empty growable wheel whose clock starts at tick 0.
+    ///
+    /// # Examples
+    /// ```
+    /// let wheel = wheel_core::Wheel::<()>::new();
+    /// assert_eq!((wheel.now(), wheel.len()), (0, 0));
+    /// ```
+    pub fn new() -> Self {
+        Self::with_geometry(0)
+    }
+
+    /// An empty wheel at tick 0 with room for `capacity` timers before it
+    /// reallocates.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut wheel = wheel_core::Wheel::with_capacity(1024);
+    /// wheel.insert(1, ());
+    /// assert_eq!(wheel.len(), 1);
+    /// ```
+    pub fn with_capacity(capacity: usize) -> Self {
+        Self::with_storage(VecStorage::with_capacity(capacity), 0)
+    }
+
+    /// An empty wheel whose clock starts at `now`.
+    ///
+    /// # Examples
+    /// ```
+    /// let wheel = wheel_core::Wheel::<()>::starting_at(u64::MAX - 5);
+    /// assert_eq!(wheel.now(), u64::MAX - 5);
+    /// ```
+    pub fn starting_at(now: u64) -> Self {
+        Self::with_geometry(now)
+    }
+}
+
+#[cfg(feature = "alloc")]
+impl<T> Default for TimerWheel<T, VecStorage<T>> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[cfg(feature = "alloc")]
+impl<T, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, VecStorage<T>, SLOTS, LEVELS> {
+    /// Inserts a timer due at `deadline` (a deadline ≤ [`now`](Self::now) is
+    /// due at once) and returns its id.
+    ///
+    /// # Panics
+    /// If the wheel already holds `u32::MAX - 1` timers (about 4 billion);
+    /// use [`try_insert`](Self::try_insert) to get [`Full`] instead.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut wheel = wheel_core::Wheel::new();
+    /// let id = wheel.insert(u64::MAX, "never, practically");
+    /// assert_eq!(wheel.get(id), Some(&"never, practically"));
+    /// ```
+    #[track_caller]
+    pub fn insert(&mut self, deadline: u64, value: T) -> TimerId {
+        match self.try_insert(deadline, value) {
+            Ok(id) => id,
+            Err(_) => panic!("timer wheel holds u32::MAX - 1 timers"),
+        }
+    }
+
+    /// Reserves room for at least `additional` more timers.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut wheel = wheel_core::Wheel::<u8>::new();
+    /// wheel.reserve(100);
+    /// assert!(wheel.capacity() >= 100);
+    /// ```
+    pub fn reserve(&mut self, additional: usize) {
+        self.slab.storage_mut().reserve(additional);
+    }
+}
+
+impl<T, const N: usize> TimerWheel<T, ArrayStorage<T, N>> {
+    /// An empty fixed wheel whose clock starts at tick 0.
+    ///
+    /// # Examples
+    /// ```
+    /// let wheel = wheel_core::FixedWheel::<u8, 16>::new();
+    /// assert_eq!(wheel.capacity(), 16);
+    /// ```
+    pub fn new() -> Self {
+        Self::with_geometry(0)
+    }
+
+    /// An empty fixed wheel whose clock starts at `now`.
+    ///
+    /// # Examples
+    /// ```
+    /// let wheel = wheel_core::FixedWheel::<u8, 16>::starting_at(42);
+    /// assert_eq!(wheel.now(), 42);
+    /// ```
+    pub fn starting_at(now: u64) -> Self {
+        Self::with_geometry(now)
+    }
+}
+
+impl<T, const N: usize> Default for TimerWheel<T, ArrayStorage<T, N>> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T, S: Storage<T> + Default, const SLOTS: usize, const LEVELS: usize>
+    TimerWheel<T, S, SLOTS, LEVELS>
+{
+    /// An empty wheel of any geometry, its clock at `now`. `SLOTS` must be a
+    /// power of two from 2 to 64 and `LEVELS` = ⌈64 / log2(SLOTS)⌉, checked at
+    /// compile time.
+    ///
+    /// # Examples
+    /// ```
+    /// use wheel_core::{FixedWheel, Wheel};
+    ///
+    /// let small: Wheel<u32, 8, 22> = Wheel::with_geometry(0);
+    /// let tiny: FixedWheel<u32, 4, 2, 64> = FixedWheel::with_geometry(7);
+    /// assert_eq!((small.now(), tiny.now()), (0, 7));
+    /// ```
+    pub fn with_geometry(now: u64) -> Self {
+        Self::with_storage(S::default(), now)
+    }
+}
+
+impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S, SLOTS, LEVELS> {
+    fn with_storage(storage: S, now: u64) -> Self {
+        let () = Geometry::<SLOTS, LEVELS>::CHECK;
+        Self {
+            now,
+            occupied_levels: 0,
+            due_head: NIL,
+            levels: [const { Level::EMPTY }; LEVELS],
+            slab: Slab::new(storage),
+        }
+    }
+
+    /// The wheel's current tick: the largest `now` passed to
+    /// [`advance`](Self::advance), or where it started.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut wheel = wheel_core::Wheel::<()>::new();
+    /// wheel.advance(10);
+    /// wheel.advance(5); // time never goes backwards
+    /// assert_eq!(wheel.now(), 10);
+    /// ```
+    #[inline]
+    pub fn now(&self) -> u64 {
+        self.now
+    }
+
+    /// How many timers are pending.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut wheel = wheel_core::Wheel::new();
+    /// wheel.insert(1, ());
+    /// assert_eq!(wheel.len(), 1);
+    /// ```
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.slab.len()
+    }
+
+    /// Whether no timer is pending.
+    ///
+    /// # Examples
+    /// ```
+    /// assert!(wheel_core::Wheel::<()>::new().is_empty());
+    /// ```
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.slab.len() == 0
+    }
+
+    /// How many timers fit without the storage growing (for a
+    /// [`FixedWheel`], exactly `N`).
+    ///
+    /// # Examples
+    /// ```
+    /// assert_eq!(wheel_core::FixedWheel::<(), 3>::new().capacity(), 3);
+    /// ```
+    pub fn capacity(&self) -> usize {
+        self.slab.storage().capacity()
+    }
+
+    /// Inserts a timer due at `deadline`, or hands `value` back in [`Full`]
+    /// when there is no room. A deadline ≤ [`now`](Self::now) is due at once:
+    /// the next [`advance`](Self::advance) yields it. Any `u64` is a valid
+    /// deadline; none is clamped. O(1).
+    ///
+    /// # Examples
+    /// ```
+    /// let mut wheel = wheel_core::FixedWheel::<&str, 1>::starting_at(50);
+    /// wheel.try_insert(10, "in the past").unwrap();
+    /// assert_eq!(wheel.advance(50).next().unwrap().value, "in the past");
+    /// ```
+    #[inline]
+    pub fn try_insert(&mut self, deadline: u64, value: T) -> Result<TimerId, Full<T>> {
+        let node = Node {
+            deadline,
+            prev: NIL,
+            next: NIL,
+            value,
+        };
+        let id = self.slab.insert(node).map_err(Full)?;
+        self.link(id.index, deadline);
+        Ok(id)
+    }
+
+    /// Cancels a pending timer and returns its value; `None` if `id` is stale
+    /// (fired, cancelled or drained). O(1).
+    ///
+    /// # Examples
+    /// ```
+    /// let mut wheel = wheel_core::Wheel::new();
+    /// let id = wheel.insert(9, "req-1 timeout");
+    /// assert_eq!(wheel.cancel(id), Some("req-1 timeout"));
+    /// assert!(wheel.advance(100).next().is_none());
+    /// ```
+    #[inline]
+    pub fn cancel(&mut self, id: TimerId) -> Option<T> {
+        let index = self.slab.index_of(id)?;
+        self.unlink(index);
+        Some(self.slab.remove(index).1.value)
+    }
+
+    /// Moves a pending timer to a new deadline (≤ [`now`](Self::now): due at
+    /// once), keeping its id; `false` if `id` is stale. O(1).
+    ///
+    /// # Examples
+    /// ```
+    /// let mut wheel = wheel_core::Wheel::new();
+    /// let id = wheel.insert(10, ());
+    /// assert!(wheel.reschedule(id, 20));
+    /// assert!(wheel.advance(19).next().is_none());
+    /// assert_eq!(wheel.advance(20).next().unwrap().id, id);
+    /// ```
+    #[inline]
+    pub fn reschedule(&mut self, id: TimerId, deadline: u64) -> bool {
+        let Some(index) = self.slab.index_of(id) else {
+            return false;
+        };
+        self.unlink(index);
+        self.slab.node_mut(index).deadline = deadline;
+        self.link(index, deadline);
+        true
+    }
+
+    /// A pending timer's deadline; `None` if `id` is stale.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut wheel = wheel_core::Wheel::new();
+    /// let id = wheel.insert(77, ());
+    /// assert_eq!(wheel.deadline(id), Some(77));
+    /// ```
+    #[inline]
+    pub fn deadline(&self, id: TimerId) -> Option<u64> {
+        let index = self.slab.index_of(id)?;
+        Some(self.slab.node(index).deadline)
+    }
+
+    /// A pending timer's value; `None` if `id` is stale.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut wheel = wheel_core::Wheel::new();
+    /// let id = wheel.insert(1, "v");
+    /// assert_eq!(wheel.get(id), Some(&"v"));
+    /// ```
+    #[inline]
+    pub fn get(&self, id: TimerId) -> Option<&T> {
+        let index = self.slab.index_of(id)?;
+        Some(&self.slab.node(index).value)
+    }
+
+    /// A pending timer's value, mutably; `None` if `id` is stale.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut wheel = wheel_core::Wheel::new();
+    /// let id = wheel.insert(1, 1);
+    /// *wheel.get_mut(id).unwrap() += 1;
+    /// assert_eq!(wheel.cancel(id), Some(2));
+    /// ```
+    #[inline]
+    pub fn get_mut(&mut self, id: TimerId) -> Option<&mut T> {
+        let index = self.slab.index_of(id)?;
+        Some(&mut self.slab.node_mut(index).value)
+    }
+
+    /// Moves the clock to `max(now, self.now())` and yields every timer with
+    /// deadline ≤ that: first those already due (in any order), then the rest
+    /// in non-decreasing deadline order. Never early.
+    ///
+    /// The work is lazy and O(1) per step: each `next()` cascades at most one
+    /// slot. Dropping the iterator early loses nothing: the clock still moves
+    /// to `now`, and the timers it did not yield stay pending, already due,
+    /// and come out first from the next `advance`.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut wheel = wheel_core::Wheel::new();
+    /// for t in [30, 10, 20] {
+    ///     wheel.insert(t, t);
+    /// }
+    /// let mut fired = wheel.advance(25);
+    /// assert_eq!(fired.next().map(|e| e.deadline), Some(10));
+    /// drop(fired); // 20 stays pending, already due
+    /// assert_eq!(wheel.now(), 25);
+    /// let rest: Vec<_> = wheel.advance(30).map(|e| e.deadline).collect();
+    /// assert_eq!(rest, [20, 30]);
+    /// ```
+    pub fn advance(&mut self, now: u64) -> Advance<'_, T, S, SLOTS, LEVELS> {
+        Advance {
+            wheel: self,
+            target: now,
+        }
+    }
+
+    /// When to call [`advance`](Self::advance) next: `None` iff the wheel is
+    /// empty; otherwise a tick `t` with `now() ≤ t ≤ max(now(), earliest
+    /// deadline)` at which `advance(t)` makes progress. It is exactly the
+    /// earliest deadline unless that timer sits on a higher level, in which
+    /// case it is the start of its slot, where it cascades down. O(1).
+    ///
+    /// A driver that loops `advance(next_expiration())` sees every timer come
+    /// out of the call whose argument equals its deadline, and wakes at most
+    /// `LEVELS + 1` times per timer.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut wheel = wheel_core::Wheel::new();
+    /// assert_eq!(wheel.next_expiration(), None);
+    /// wheel.insert(40, ());
+    /// assert_eq!(wheel.next_expiration(), Some(40));
+    /// ```
+    #[inline]
+    pub fn next_expiration(&self) -> Option<u64> {
+        if self.due_head != NIL {
+            return Some(self.now);
+        }
+        self.next_slot().map(|(_, _, start)| start)
+    }
+
+    /// Removes every pending timer, yielding each (in no particular order).
+    /// The wheel is empty afterwards, even if the iterator is dropped early;
+    /// the clock does not move.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut wheel = wheel_core::Wheel::new();
+    /// wheel.insert(1, 'a');
+    /// wheel.insert(u64::MAX, 'b');
+    /// let mut values: Vec<_> = wheel.drain().map(|e| e.value).collect();
+    /// values.sort();
+    /// assert_eq!(values, ['a', 'b']);
+    /// assert!(wheel.is_empty());
+    /// ```
+    pub fn drain(&mut self) -> Drain<'_, T, S, SLOTS, LEVELS> {
+        // Unhook every list first: the entries are then only slab entries.
+        self.levels = [const { Level::EMPTY }; LEVELS];
+        self.occupied_levels = 0;
+        self.due_head = NIL;
+        Drain {
+            wheel: self,
+            index: 0,
+        }
+    }
+
+    /// Removes every pending timer, dropping the values.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut wheel = wheel_core::Wheel::new();
+    /// wheel.insert(1, ());
+    /// wheel.clear();
+    /// assert!(wheel.is_empty());
+    /// ```
+    pub fn clear(&mut self) {
+        self.drain();
+    }
+
+    /// Checks every internal invariant: bitmaps match the lists, each timer
+    /// sits on the level and slot its deadline calls for (and only timers with
+    /// deadline ≤ `now` on the due list), links agree both ways, and the
+    /// counts add up. O(capacity); for tests and fuzzing.
+    ///
+    /// # Panics
+    /// If an invariant is broken, with a message naming it and the state.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut wheel = wheel_core::Wheel::new();
+    /// wheel.insert(1 << 40, ());
+    /// wheel.validate();
+    /// ```
+    pub fn validate(&self) {
+        let mut linked = 0;
+        linked += self.validate_list(self.due_head, None);
+        for (level, lvl) in self.levels.iter().enumerate() {
+            assert_eq!(
+                self.occupied_levels & (1 << level) != 0,
+                lvl.occupied != 0,
+                "occupied_levels {:#b} disagrees with level {level} bitmap {:#x}",
+                self.occupied_levels,
+                lvl.occupied
+            );
+            let now_slot = Geometry::<SLOTS, LEVELS>::slot_for(self.now, level);
+            for (slot, &head) in lvl.heads.iter().enumerate() {
+                assert_eq!(
+                    lvl.occupied & (1 << slot) != 0,
+                    head != NIL,
+                    "level {level} slot {slot}: bitmap {:#x} vs head {head}",
+                    lvl.occupied
+                );
+                if head != NIL {
+                    assert!(
+                        slot > now_slot,
+                        "level {level} slot {slot} occupied at or behind now {} (slot {now_slot})",
+                        self.now
+                    );
+                }
+                linked += self.validate_list(head, Some((level, slot)));
+            }
+        }
+        assert_eq!(linked, self.len(), "lists hold {linked}, len is {}", self.len());
+        assert_eq!(
+            self.slab.free_count() + self.len(),
+            self.slab.entries_len(),
+            "free list + pending != entries"
+        );
+    }
+
+    /// Checks one list's links and placement; returns its length.
+    fn validate_list(&self, head: u32, place: Option<(usize, usize)>) -> usize {
+        let mut count = 0;
+        let mut prev = NIL;
+        let mut index = head;
+        while index != NIL {
+            let node = self.slab.node(index);
+            assert_eq!(node.prev, prev, "entry {index}: prev link broken");
+            assert_eq!(
+                self.place_of(node.deadline),
+                place,
+                "entry {index} (deadline {}) is in list {place:?} at now {}",
+                node.deadline,
+                self.now
+            );
+            count += 1;
+            assert!(count <= self.len(), "list at {place:?} loops");
+            prev = index;
+            index = node.next;
+        }
+        count
+    }
+
+    /// The list a deadline belongs on: `None` for the due list, else (level, slot).
+    #[inline(always)]
+    fn place_of(&self, deadline: u64) -> Option<(usize, usize)> {
+        if deadline <= self.now {
+            return None;
+        }
+        let level = Geometry::<SLOTS, LEVELS>::level_for(self.now, deadline);
+        Some((level, Geometry::<SLOTS, LEVELS>::slot_for(deadline, level)))
+    }
+
+    /// The earliest occupied slot: the lowest occupied level's first slot
+    /// (every occupied slot lies strictly after `now`'s slot on its level, and
+    /// a lower level's slots all end before a higher level's next one starts).
+    #[inline]
+    fn next_slot(&self) -> Option<(usize, usize, u64)> {
+        if self.occupied_levels == 0 {
+            return None;
+        }
+        let level = self.occupied_levels.trailing_zeros() as usize;
+        let slot = self.levels[level].occupied.trailing_zeros() as usize;
+        Some((
+            level,
+            slot,
+            Geometry::<SLOTS, LEVELS>::slot_start(self.now, level, slot),
+        ))
+    }
+
+    /// Pushes a linked-out entry onto the list its deadline belongs on.
+    #[inline(always)]
+    fn link(&mut self, index: u32, deadline: u64) {
+        let head = match self.place_of(deadline) {
+            None => &mut self.due_head,
+            Some((level, slot)) => {
+                let lvl = &mut self.levels[level];
+                lvl.occupied |= 1 << slot;
+                self.occupied_levels |= 1 << level;
+                &mut lvl.heads[slot]
+            }
+        };
+        let old = core::mem::replace(head, index);
+        let node = self.slab.node_mut(index);
+        node.prev = NIL;
+        node.next = old;
+        if old != NIL {
+            self.slab.node_mut(old).prev = index;
+        }
+    }
+
+    /// Takes a live entry out of whatever list holds it.
+    #[inline(always)]
+    fn unlink(&mut self, index: u32) {
+        let node = self.slab.node(index);
+        let (prev, next, deadline) = (node.prev, node.next, node.deadline);
+        if next != NIL {
+            self.slab.node_mut(next).prev = prev;
+        }
+        if prev != NIL {
+            self.slab.node_mut(prev).next = next;
+            return;
+        }
+        match self.place_of(deadline) {
+            None => self.due_head = next,
+            Some((level, slot)) => {
+                let lvl = &mut self.levels[level];
+                lvl.heads[slot] = next;
+                if next == NIL {
+                    lvl.occupied &= !(1 << slot);
+                    if lvl.occupied == 0 {
+                        self.occupied_levels &= !(1 << level);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Pops one due timer, freeing its entry.
+    #[inline]
+    fn pop_due(&mut self) -> Option<Expired<T>> {
+        let index = self.due_head;
+        if index == NIL {
+            return None;
+        }
+        let next = self.slab.node(index).next;
+        self.due_head = next;
+        if next != NIL {
+            self.slab.node_mut(next).prev = NIL;
+        }
+        let (id, node) = self.slab.remove(index);
+        Some(Expired {
+            id,
+            deadline: node.deadline,
+            value: node.value,
+        })
+    }
+
+    /// Processes the earliest occupied slot if it starts at or before
+    /// `target`: moves the clock to its start, then takes the whole slot and
+    /// re-files each timer relative to the new clock — onto the due list if
+    /// its deadline has come, else onto a strictly lower level. Returns
+    /// whether a slot was processed.
+    #[inline]
+    fn step(&mut self, target: u64) -> bool {
+        let Some((level, slot, start)) = self.next_slot() else {
+            return false;
+        };
+        if start > target {
+            return false;
+        }
+        self.now = start;
+        let lvl = &mut self.levels[level];
+        let head = core::mem::replace(&mut lvl.heads[slot], NIL);
+        lvl.occupied &= !(1 << slot);
+        if lvl.occupied == 0 {
+            self.occupied_levels &= !(1 << level);
+        }
+        if level == 0 && self.due_head == NIL {
+            // Every timer in a level-0 slot is due exactly at its start: splice.
+            self.due_head = head;
+            return true;
+        }
+        let mut index = head;
+        while index != NIL {
+            let node = self.slab.node(index);
+            let (next, deadline) = (node.next, node.deadline);
+            self.link(index, deadline);
+            index = next;
+        }
+        true
+    }
+}
+
+impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> fmt::Debug
+    for TimerWheel<T, S, SLOTS, LEVELS>
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TimerWheel")
+            .field("now", &self.now)
+            .field("len", &self.len())
+            .field("next_expiration", &self.next_expiration())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The iterator [`TimerWheel::advance`] returns: yields expired timers,
+/// cascading lazily. Dropping it early loses nothing (see `advance`).
+///
+/// # Examples
+/// ```
+/// let mut wheel = wheel_core::Wheel::new();
+/// wheel.insert(5, ());
+/// let advance = wheel.advance(5);
+/// assert_eq!(advance.count(), 1);
+/// ```
+pub struct Advance<'a, T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> {
+    wheel: &'a mut TimerWheel<T, S, SLOTS, LEVELS>,
+    target: u64,
+}
+
+impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> Iterator
+    for Advance<'_, T, S, SLOTS, LEVELS>
+{
+    type Item = Expired<T>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Expired<T>> {
+        loop {
+            if let Some(expired) = self.wheel.pop_due() {
+                return Some(expired);
+            }
+            if !self.wheel.step(self.target) {
+                self.wheel.now = self.wheel.now.max(self.target);
+                return None;
+            }
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (0, Some(self.wheel.len()))
+    }
+}
+
+impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> Drop
+    for Advance<'_, T, S, SLOTS, LEVELS>
+{
+    fn drop(&mut self) {
+        // Cascade what is left up to the target without yielding: every timer
+        // with deadline ≤ target lands on the due list, and the clock moves.
+        while self.wheel.step(self.target) {}
+        self.wheel.now = self.wheel.now.max(self.target);
+    }
+}
+
+impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> fmt::Debug
+    for Advance<'_, T, S, SLOTS, LEVELS>
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Advance")
+            .field("target", &self.target)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The iterator [`TimerWheel::drain`] returns.
+///
+/// # Examples
+/// ```
+/// let mut wheel = wheel_core::Wheel::new();
+/// wheel.insert(5, ());
+/// assert_eq!(wheel.drain().count(), 1);
+/// ```
+pub struct Drain<'a, T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> {
+    wheel: &'a mut TimerWheel<T, S, SLOTS, LEVELS>,
+    index: usize,
+}
+
+impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> Iterator
+    for Drain<'_, T, S, SLOTS, LEVELS>
+{
+    type Item = Expired<T>;
+
+    fn next(&mut self) -> Option<Expired<T>> {
+        while self.index < self.wheel.slab.entries_len() {
+            let index = self.index;
+            self.index += 1;
+            if self.wheel.slab.try_node(index).is_some() {
+                let (id, node) = self.wheel.slab.remove(index as u32);
+                return Some(Expired {
+                    id,
+                    deadline: node.deadline,
+                    value: node.value,
+                });
+            }
+        }
+        None
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.wheel.len(), Some(self.wheel.len()))
+    }
+}
+
+impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> ExactSizeIterator
+    for Drain<'_, T, S, SLOTS, LEVELS>
+{
+}
+
+impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> Drop
+    for Drain<'_, T, S, SLOTS, LEVELS>
+{
+    fn drop(&mut self) {
+        self.for_each(drop);
+    }
+}
+
+impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> fmt::Debug
+    for Drain<'_, T, S, SLOTS, LEVELS>
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Drain")
+            .field("remaining", &self.wheel.len())
+            .finish_non_exhaustive()
+    }
+}

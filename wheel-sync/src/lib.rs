@@ -1,0 +1,3 @@
+//! A threaded timer service over `wheel-core` (work in progress).
+pub mod queue;
+mod sync;
