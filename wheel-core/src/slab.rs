@@ -30,6 +30,43 @@ pub struct TimerId {
     pub(crate) generation: u32,
 }
 
+impl TimerId {
+    /// The id packed into one `u64`, e.g. to keep it in an atomic. Indexes
+    /// stay below `u32::MAX - 1`, so the packed value is never `u64::MAX` or
+    /// `u64::MAX - 1`: those two are free for use as sentinels.
+    ///
+    /// # Examples
+    /// ```
+    /// use wheel_core::{TimerId, Wheel};
+    ///
+    /// let mut wheel = Wheel::new();
+    /// let id = wheel.insert(1, ());
+    /// assert_eq!(TimerId::from_bits(id.to_bits()), id);
+    /// ```
+    #[inline]
+    pub const fn to_bits(self) -> u64 {
+        ((self.generation as u64) << 32) | self.index as u64
+    }
+
+    /// Unpacks [`to_bits`](Self::to_bits). An id made up from arbitrary
+    /// bits is harmless: at worst it names some timer of the wheel it is used
+    /// with, at best none.
+    ///
+    /// # Examples
+    /// ```
+    /// use wheel_core::TimerId;
+    ///
+    /// assert_eq!(TimerId::from_bits(7).to_bits(), 7);
+    /// ```
+    #[inline]
+    pub const fn from_bits(bits: u64) -> Self {
+        Self {
+            index: bits as u32,
+            generation: (bits >> 32) as u32,
+        }
+    }
+}
+
 /// A pending timer: its deadline, its links in a slot list and its value.
 pub(crate) struct Node<T> {
     pub(crate) deadline: u64,

@@ -1,3 +1,673 @@
-//! A threaded timer service over `wheel-core` (work in progress).
+//! A threaded timer service over [`wheel_core`]: any number of threads
+//! schedule and cancel through a lock-free queue; one driver thread owns a
+//! cascading wheel, follows the monotonic clock, runs callbacks and wakes
+//! [`Sleep`] / [`Timeout`] futures under any executor.
+//!
+//! ```
+//! use std::sync::mpsc;
+//! use std::time::Duration;
+//! use wheel_sync::TimerService;
+//!
+//! let timers = TimerService::new();
+//! let (tx, rx) = mpsc::channel();
+//! timers.schedule(Duration::from_millis(5), move || tx.send("fired").unwrap()).unwrap();
+//!
+//! // A request timeout that is almost always cancelled:
+//! let timeout = timers.schedule(Duration::from_secs(1), || unreachable!()).unwrap();
+//! assert!(timeout.cancel());
+//!
+//! assert_eq!(rx.recv().unwrap(), "fired");
+//! ```
+//!
+//! # How it works
+//!
+//! - **Submission** never blocks or locks: a timer is an `Arc`'d entry whose
+//!   state word decides fire-vs-cancel with one compare-exchange; `schedule`,
+//!   `cancel` and `Sleep::reset` change the word and push the entry onto an
+//!   MPSC [`queue`]. The driver is unparked only when a new deadline is
+//!   earlier than its planned wake-up (or once per 1024 submissions, so a
+//!   backlog never builds while it sleeps) — never on every submission.
+//! - **The driver** drains submissions in bounded batches, advances the wheel
+//!   to the current tick, runs due callbacks (panics are caught and counted)
+//!   and wakes due futures, then parks until the next expiration, or
+//!   indefinitely when there is none: no idle ticking.
+//! - **Time**: deadlines round *up* to the tick (1 ms by default) and the
+//!   clock rounds down, so nothing fires early; under light load a timer
+//!   fires within about one tick of its deadline. After a stall, everything
+//!   that came due fires once, in deadline order.
+//! - **Cancel** is O(1) from any thread; the driver drops the cancelled
+//!   entry within a round, not at its deadline. A timer cancelled while still
+//!   queued never enters the wheel.
+//!
+//! # Counting and limits
+//!
+//! [`TimerService::pending`] counts every live timer — callbacks, sleeps and
+//! timeouts — and falls at once on fire, cancel or drop.
+//! [`Builder::max_pending`] bounds what [`TimerService::schedule`] and
+//! [`TimerService::schedule_at`] admit, exactly under concurrency. Futures
+//! count toward that total (so they can make `schedule` refuse) but are
+//! never refused themselves: a `Sleep` has no way to report an error.
+//!
+//! # Shutdown
+//!
+//! The driver stops when [`TimerService::shutdown`] is called or the last
+//! handle — a `TimerService` clone, a [`TimerHandle`], a `Sleep` or a
+//! `Timeout` — is dropped. Callbacks that never fired are dropped, not run,
+//! and counted in [`ShutdownReport`]. A `Sleep` or `Timeout` that was
+//! pending at shutdown panics when polled (as tokio's do): it would
+//! otherwise hang forever or lie about its deadline.
+#![warn(missing_docs)]
+
+mod clock;
+mod driver;
+mod entry;
 pub mod queue;
+mod sleep;
 mod sync;
+
+use core::fmt;
+use core::future::Future;
+use std::io;
+use std::time::{Duration, Instant};
+
+use crate::clock::Clock;
+use crate::driver::{Driver, Shared};
+use crate::entry::{Callback, Entry, EntryRef, ABANDONED, CANCELLED, FIRED, MAX_TICK};
+use crate::sync::{thread, Arc, Mutex};
+
+pub use crate::sleep::{Elapsed, Sleep, Timeout};
+
+/// Why a timer was not scheduled.
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+/// use wheel_sync::{ScheduleError, TimerService};
+///
+/// let timers = TimerService::builder().max_pending(0).build().unwrap();
+/// let err = timers.schedule(Duration::from_secs(1), || ()).unwrap_err();
+/// assert_eq!(err, ScheduleError::TooManyPending { limit: 0 });
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScheduleError {
+    /// The service has shut down.
+    Shutdown,
+    /// `limit` timers are already pending (see [`Builder::max_pending`]).
+    TooManyPending {
+        /// The configured limit.
+        limit: usize,
+    },
+}
+
+impl fmt::Display for ScheduleError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Shutdown => f.write_str("timer service has shut down"),
+            Self::TooManyPending { limit } => {
+                write!(f, "too many pending timers (limit {limit})")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ScheduleError {}
+
+/// Why [`TimerService::shutdown`] did not shut the service down.
+///
+/// # Examples
+/// ```
+/// use wheel_sync::{ShutdownError, TimerService};
+///
+/// let timers = TimerService::new();
+/// timers.shutdown().unwrap();
+/// assert_eq!(timers.shutdown().unwrap_err(), ShutdownError::AlreadyShutDown);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShutdownError {
+    /// Called from a callback on the driver thread, which cannot join itself.
+    /// Drop the handles instead, or shut down from another thread.
+    FromCallback,
+    /// Another call already shut it down.
+    AlreadyShutDown,
+}
+
+impl fmt::Display for ShutdownError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::FromCallback => "shutdown called from a timer callback",
+            Self::AlreadyShutDown => "timer service already shut down",
+        })
+    }
+}
+
+impl std::error::Error for ShutdownError {}
+
+/// What a shutdown left undone.
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+///
+/// let timers = wheel_sync::TimerService::new();
+/// timers.schedule(Duration::from_secs(3600), || ()).unwrap();
+/// assert_eq!(timers.shutdown().unwrap().unfired, 1);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ShutdownReport {
+    /// Timers (callbacks and futures) pending at shutdown: they never fired,
+    /// and their callbacks were dropped without running.
+    pub unfired: usize,
+}
+
+/// Counters, as of the driver's last round (except `pending`, which is
+/// exact).
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+///
+/// let timers = wheel_sync::TimerService::new();
+/// timers.schedule(Duration::ZERO, || ()).unwrap();
+/// while timers.stats().fired == 0 {
+///     std::thread::yield_now();
+/// }
+/// assert_eq!(timers.stats().scheduled, 1);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Timers the driver has received (a `Sleep` reset after firing counts again).
+    pub scheduled: u64,
+    /// Timers fired: callbacks run (including those that panicked) and futures woken.
+    pub fired: u64,
+    /// Timers cancelled (including dropped futures).
+    pub cancelled: u64,
+    /// Callbacks that panicked; the driver caught the panic and carried on.
+    pub panicked: u64,
+    /// Live timers now.
+    pub pending: usize,
+    /// The largest delay between a timer's due tick and its firing.
+    pub max_lateness: Duration,
+    /// The mean of that delay over fired timers.
+    pub mean_lateness: Duration,
+}
+
+/// Configures a [`TimerService`].
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+///
+/// let timers = wheel_sync::TimerService::builder()
+///     .tick(Duration::from_micros(100))
+///     .max_pending(10_000)
+///     .thread_name("request-timeouts")
+///     .build()
+///     .unwrap();
+/// assert_eq!(timers.pending(), 0);
+/// ```
+#[derive(Clone, Debug)]
+pub struct Builder {
+    tick: Duration,
+    max_pending: usize,
+    thread_name: String,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Self {
+            tick: Duration::from_millis(1),
+            max_pending: usize::MAX,
+            thread_name: "wheel-timer".into(),
+        }
+    }
+}
+
+impl Builder {
+    /// The wheel's resolution (default 1 ms): deadlines round up to it.
+    ///
+    /// # Examples
+    /// ```
+    /// let b = wheel_sync::TimerService::builder().tick(std::time::Duration::from_millis(10));
+    /// assert!(b.build().is_ok());
+    /// ```
+    pub fn tick(mut self, tick: Duration) -> Self {
+        self.tick = tick;
+        self
+    }
+
+    /// The most timers `schedule`/`schedule_at` admit at once (default: no limit).
+    ///
+    /// # Examples
+    /// ```
+    /// let timers = wheel_sync::TimerService::builder().max_pending(1).build().unwrap();
+    /// let d = std::time::Duration::from_secs(9);
+    /// assert!(timers.schedule(d, || ()).is_ok());
+    /// assert!(timers.schedule(d, || ()).is_err());
+    /// ```
+    pub fn max_pending(mut self, limit: usize) -> Self {
+        self.max_pending = limit;
+        self
+    }
+
+    /// The driver thread's name (default `wheel-timer`).
+    ///
+    /// # Examples
+    /// ```
+    /// let timers = wheel_sync::TimerService::builder().thread_name("t").build();
+    /// assert!(timers.is_ok());
+    /// ```
+    pub fn thread_name(mut self, name: impl Into<String>) -> Self {
+        self.thread_name = name.into();
+        self
+    }
+
+    /// Spawns the driver thread.
+    ///
+    /// # Errors
+    /// `InvalidInput` if the tick is zero or longer than `u64::MAX` ns; the
+    /// OS error if the thread cannot be spawned.
+    ///
+    /// # Examples
+    /// ```
+    /// let zero = wheel_sync::TimerService::builder().tick(std::time::Duration::ZERO);
+    /// assert_eq!(zero.build().unwrap_err().kind(), std::io::ErrorKind::InvalidInput);
+    /// ```
+    pub fn build(self) -> io::Result<TimerService> {
+        if self.tick.is_zero() || u64::try_from(self.tick.as_nanos()).is_err() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "tick must be between 1 ns and u64::MAX ns",
+            ));
+        }
+        let (shared, consumer) = Shared::new(Clock::new(self.tick), self.max_pending);
+        let driver = Driver::new(shared.clone(), consumer);
+        let join = thread::spawn_named(self.thread_name, move || driver.run())?;
+        let driver_thread = join.thread().clone();
+        let driver_id = driver_thread.id();
+        shared.set_driver(driver_thread);
+        Ok(TimerService {
+            owner: Arc::new(Owner {
+                shared,
+                driver_id,
+                join: Mutex::new(Some(join)),
+            }),
+        })
+    }
+}
+
+/// Ends the driver when the last handle goes.
+struct Owner {
+    shared: Arc<Shared>,
+    driver_id: thread::ThreadId,
+    join: Mutex<Option<thread::JoinHandle<usize>>>,
+}
+
+impl Owner {
+    fn take_join(&self) -> Option<thread::JoinHandle<usize>> {
+        self.join.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+}
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        self.shared.begin_shutdown();
+        let join = self.take_join();
+        // On the driver thread (a callback dropped the last handle) the
+        // driver is already on its way out; it cannot join itself.
+        if thread::current().id() != self.driver_id {
+            if let Some(join) = join {
+                let _ = join.join();
+            }
+        }
+    }
+}
+
+/// A handle to a timer service: cheap to clone, `Send + Sync`.
+///
+/// The driver stops when [`shutdown`](Self::shutdown) is called or the last
+/// handle is dropped (clones, [`TimerHandle`]s and pending futures all hold
+/// one). See the [crate docs](crate) for the design.
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+///
+/// let timers = wheel_sync::TimerService::new();
+/// let other_thread = timers.clone();
+/// std::thread::spawn(move || {
+///     other_thread.schedule(Duration::from_millis(1), || ()).unwrap();
+/// })
+/// .join()
+/// .unwrap();
+/// ```
+#[derive(Clone)]
+pub struct TimerService {
+    owner: Arc<Owner>,
+}
+
+impl Default for TimerService {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TimerService {
+    /// A service with a 1 ms tick and no pending limit; spawns its driver.
+    ///
+    /// # Panics
+    /// If the OS cannot spawn the driver thread; use
+    /// [`builder`](Self::builder) to get the error instead.
+    ///
+    /// # Examples
+    /// ```
+    /// let timers = wheel_sync::TimerService::new();
+    /// assert_eq!(timers.pending(), 0);
+    /// ```
+    #[track_caller]
+    pub fn new() -> Self {
+        match Self::builder().build() {
+            Ok(service) => service,
+            Err(e) => panic!("wheel-sync: cannot spawn the driver thread: {e}"),
+        }
+    }
+
+    /// A [`Builder`] with the defaults.
+    ///
+    /// # Examples
+    /// ```
+    /// let timers = wheel_sync::TimerService::builder().build().unwrap();
+    /// # drop(timers);
+    /// ```
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+
+    fn shared(&self) -> &Shared {
+        &self.owner.shared
+    }
+
+    /// Runs `f` on the driver thread once `delay` has passed.
+    ///
+    /// # Errors
+    /// [`ScheduleError::Shutdown`] after shutdown;
+    /// [`ScheduleError::TooManyPending`] when the limit is reached.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::sync::mpsc;
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let timers = wheel_sync::TimerService::new();
+    /// let (tx, rx) = mpsc::channel();
+    /// let start = Instant::now();
+    /// timers.schedule(Duration::from_millis(3), move || tx.send(()).unwrap()).unwrap();
+    /// rx.recv().unwrap();
+    /// assert!(start.elapsed() >= Duration::from_millis(3));
+    /// ```
+    pub fn schedule(
+        &self,
+        delay: Duration,
+        f: impl FnOnce() + Send + 'static,
+    ) -> Result<TimerHandle, ScheduleError> {
+        let tick = self.shared().clock.tick_after(delay);
+        self.schedule_tick(tick, f)
+    }
+
+    /// Runs `f` on the driver thread at `deadline` (at once if it has passed).
+    ///
+    /// # Errors
+    /// As [`schedule`](Self::schedule).
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let timers = wheel_sync::TimerService::new();
+    /// let handle = timers.schedule_at(Instant::now() + Duration::from_secs(5), || ()).unwrap();
+    /// assert!(handle.cancel());
+    /// ```
+    pub fn schedule_at(
+        &self,
+        deadline: Instant,
+        f: impl FnOnce() + Send + 'static,
+    ) -> Result<TimerHandle, ScheduleError> {
+        let tick = self.shared().clock.tick_for(deadline);
+        self.schedule_tick(tick, f)
+    }
+
+    fn schedule_tick(
+        &self,
+        tick: u64,
+        f: impl FnOnce() + Send + 'static,
+    ) -> Result<TimerHandle, ScheduleError> {
+        let shared = self.shared();
+        shared.admit(true)?;
+        let entry: EntryRef = Arc::new(Entry::new(tick, Callback::new(f)));
+        shared.submit(entry.clone(), tick)?;
+        Ok(TimerHandle {
+            service: self.clone(),
+            entry,
+        })
+    }
+
+    /// A future that completes after `delay`.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let timers = wheel_sync::TimerService::new();
+    /// # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    /// rt.block_on(async {
+    ///     timers.sleep(Duration::from_millis(1)).await;
+    /// });
+    /// ```
+    pub fn sleep(&self, delay: Duration) -> Sleep {
+        let deadline = Instant::now()
+            .checked_add(delay)
+            .or_else(|| self.shared().clock.instant_of(MAX_TICK))
+            .unwrap_or_else(far_future);
+        self.sleep_until(deadline)
+    }
+
+    /// A future that completes at `deadline`.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let timers = wheel_sync::TimerService::new();
+    /// let sleep = timers.sleep_until(Instant::now() + Duration::from_secs(1));
+    /// assert_eq!(timers.pending(), 1);
+    /// drop(sleep);
+    /// assert_eq!(timers.pending(), 0);
+    /// ```
+    pub fn sleep_until(&self, deadline: Instant) -> Sleep {
+        Sleep::new(self.clone(), deadline)
+    }
+
+    /// Runs `future` with a deadline `delay` from now.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let timers = wheel_sync::TimerService::new();
+    /// # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    /// let reply = rt.block_on(timers.timeout(Duration::from_secs(1), async { "pong" }));
+    /// assert_eq!(reply, Ok("pong"));
+    /// ```
+    pub fn timeout<F: Future>(&self, delay: Duration, future: F) -> Timeout<F> {
+        Timeout::new(future, self.sleep(delay))
+    }
+
+    /// Live timers: scheduled callbacks, sleeps and timeouts that have not
+    /// fired, been cancelled or been dropped.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let timers = wheel_sync::TimerService::new();
+    /// let h = timers.schedule(Duration::from_secs(60), || ()).unwrap();
+    /// assert_eq!(timers.pending(), 1);
+    /// h.cancel();
+    /// assert_eq!(timers.pending(), 0);
+    /// ```
+    pub fn pending(&self) -> usize {
+        self.shared().pending()
+    }
+
+    /// The counters (see [`Stats`]).
+    ///
+    /// # Examples
+    /// ```
+    /// let timers = wheel_sync::TimerService::new();
+    /// assert_eq!(timers.stats().fired, 0);
+    /// ```
+    pub fn stats(&self) -> Stats {
+        let shared = self.shared();
+        let driver = shared.stats();
+        let load = |c: &crate::sync::atomic::AtomicU64| c.load(crate::sync::atomic::Ordering::Relaxed);
+        let fired = load(&driver.fired);
+        let mean_ns = load(&driver.lateness_sum_ns).checked_div(fired).unwrap_or(0);
+        Stats {
+            scheduled: load(&driver.scheduled),
+            fired,
+            cancelled: load(&driver.cancelled),
+            panicked: load(&driver.panicked),
+            pending: shared.pending(),
+            max_lateness: Duration::from_nanos(load(&driver.lateness_max_ns)),
+            mean_lateness: Duration::from_nanos(mean_ns),
+        }
+    }
+
+    /// Stops and joins the driver. Timers still pending never fire: their
+    /// callbacks are dropped and counted in the report; pending futures are
+    /// woken and panic if polled (see [`Sleep`]). Afterwards `schedule`
+    /// returns [`ScheduleError::Shutdown`].
+    ///
+    /// # Errors
+    /// [`ShutdownError::FromCallback`] if called from a callback (the driver
+    /// cannot join itself); [`ShutdownError::AlreadyShutDown`] on a second call.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use wheel_sync::ScheduleError;
+    ///
+    /// let timers = wheel_sync::TimerService::new();
+    /// timers.shutdown().unwrap();
+    /// assert_eq!(timers.schedule(Duration::ZERO, || ()).unwrap_err(), ScheduleError::Shutdown);
+    /// ```
+    pub fn shutdown(&self) -> Result<ShutdownReport, ShutdownError> {
+        if thread::current().id() == self.owner.driver_id {
+            return Err(ShutdownError::FromCallback);
+        }
+        let join = self.owner.take_join().ok_or(ShutdownError::AlreadyShutDown)?;
+        self.shared().begin_shutdown();
+        // The driver catches callback panics, so its own result is all that is left.
+        let unfired = join.join().unwrap_or(0);
+        Ok(ShutdownReport { unfired })
+    }
+}
+
+impl fmt::Debug for TimerService {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TimerService")
+            .field("pending", &self.pending())
+            .field("max_pending", &self.shared().max_pending())
+            .field("shut_down", &self.shared().is_shutdown())
+            .finish()
+    }
+}
+
+/// `Instant` cannot say "never"; a century is as good.
+fn far_future() -> Instant {
+    Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600)
+}
+
+/// A scheduled callback. Dropping it does not cancel the timer.
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+///
+/// let timers = wheel_sync::TimerService::new();
+/// let handle = timers.schedule(Duration::from_secs(30), || ()).unwrap();
+/// assert!(!handle.is_fired());
+/// assert!(handle.cancel());
+/// assert!(handle.is_cancelled());
+/// assert!(!handle.cancel()); // only the first cancel wins
+/// ```
+pub struct TimerHandle {
+    service: TimerService,
+    entry: EntryRef,
+}
+
+impl TimerHandle {
+    /// Cancels the timer: `true` iff the callback will now never run;
+    /// `false` if it ran, is running, was already cancelled or was abandoned
+    /// at shutdown. O(1); the driver frees the timer within a round.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let timers = wheel_sync::TimerService::new();
+    /// let handle = timers.schedule(Duration::from_secs(1), || ()).unwrap();
+    /// assert!(handle.cancel());
+    /// ```
+    pub fn cancel(&self) -> bool {
+        if !self.entry.finish(CANCELLED) {
+            return false;
+        }
+        let shared = self.service.shared();
+        shared.release();
+        // Only so the driver frees it now rather than at its deadline.
+        let _ = shared.submit(self.entry.clone(), MAX_TICK);
+        true
+    }
+
+    /// Whether the timer was cancelled, or abandoned by a shutdown: either
+    /// way its callback will never run.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let timers = wheel_sync::TimerService::new();
+    /// let handle = timers.schedule(Duration::from_secs(1), || ()).unwrap();
+    /// assert!(!handle.is_cancelled());
+    /// ```
+    pub fn is_cancelled(&self) -> bool {
+        matches!(self.entry.state(), CANCELLED | ABANDONED)
+    }
+
+    /// Whether the callback has started (it may still be running).
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let timers = wheel_sync::TimerService::new();
+    /// let handle = timers.schedule(Duration::ZERO, || ()).unwrap();
+    /// while !handle.is_fired() {
+    ///     std::thread::yield_now();
+    /// }
+    /// ```
+    pub fn is_fired(&self) -> bool {
+        self.entry.state() == FIRED
+    }
+}
+
+impl fmt::Debug for TimerHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TimerHandle")
+            .field("fired", &self.is_fired())
+            .field("cancelled", &self.is_cancelled())
+            .finish()
+    }
+}

@@ -1,0 +1,612 @@
+//! Lock-free multi-producer, single-consumer submission queue.
+//!
+//! Any thread may hand work to the driver through a [`Producer`]; the driver alone drains
+//! it through the [`Consumer`]. Producers never lock and never wait on the consumer.
+//!
+//! # Ground rules
+//!
+//! * The queue is a singly linked list of blocks of `BLOCK_CAP` slots. A push claims the
+//!   next global sequence number `seq` with a CAS on `tail`; its item lives in slot
+//!   `seq % BLOCK_CAP` of block `seq / BLOCK_CAP`.
+//! * `tail` stores `seq << 1 | INSTALLING`. The producer that claims the last slot of a
+//!   block also sets `INSTALLING`; until it has linked a fresh block (`next`, then
+//!   `tail.block`, then a Release store of `tail` without the bit) no one can claim. A
+//!   producer reads `tail.block` after a bit-free `tail`; if its CAS from that `tail`
+//!   succeeds, no install ran in between, so the block it read holds its slot.
+//! * A producer writes its value, then sets the slot's `ready` with Release. That store is
+//!   its last touch of the block.
+//! * Only the consumer reads slots and frees blocks. It frees a block once it has read the
+//!   block's last slot; that slot's producer linked `next` before setting `ready`, and every
+//!   other slot of the block was read before, so no producer still touches it.
+//! * The consumer never waits. A claimed slot whose `ready` is not yet visible makes
+//!   [`Consumer::pop`] return `None` and the consumer stays on that slot, so items come out
+//!   in sequence order, none skipped.
+//! * The last handle to go drops the items in `[head, tail)` and frees the chain. No push or
+//!   pop can be running then, since each borrows a handle.
+
+use core::fmt;
+use core::marker::PhantomData;
+use core::mem::MaybeUninit;
+use core::ptr;
+
+use crossbeam_utils::CachePadded;
+
+use crate::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
+use crate::sync::{Arc, Backoff, UnsafeCell};
+
+/// Slots per block: one allocation serves this many pushes.
+#[cfg(not(loom))]
+const BLOCK_CAP: usize = 32;
+/// Slots per block: two under loom, so a model crosses a block boundary in three pushes.
+#[cfg(loom)]
+const BLOCK_CAP: usize = 2;
+
+/// Low bit of `tail`: the last slot of the tail block is claimed and the next block is not
+/// yet published.
+const INSTALLING: u64 = 1;
+/// `tail` keeps the next sequence number above the [`INSTALLING`] bit.
+const SEQ_SHIFT: u32 = 1;
+
+/// Index of sequence number `seq` within its block.
+fn slot_index(seq: u64) -> usize {
+    // The remainder is below BLOCK_CAP, so it fits in usize.
+    (seq % BLOCK_CAP as u64) as usize
+}
+
+struct Slot<T> {
+    value: UnsafeCell<MaybeUninit<T>>,
+    /// Set, with Release, once `value` is written.
+    ready: AtomicBool,
+}
+
+struct Block<T> {
+    /// The following block; set before the last slot's `ready`.
+    next: AtomicPtr<Block<T>>,
+    slots: [Slot<T>; BLOCK_CAP],
+}
+
+impl<T> Block<T> {
+    fn new() -> Box<Self> {
+        Box::new(Block {
+            next: AtomicPtr::new(ptr::null_mut()),
+            slots: core::array::from_fn(|_| Slot {
+                value: UnsafeCell::new(MaybeUninit::uninit()),
+                ready: AtomicBool::new(false),
+            }),
+        })
+    }
+}
+
+/// Producers' end: where the next push goes.
+struct Tail<T> {
+    /// `next_seq << SEQ_SHIFT | INSTALLING?`.
+    seq: AtomicU64,
+    /// The block holding `next_seq`; changes only while `INSTALLING` is set.
+    block: AtomicPtr<Block<T>>,
+}
+
+/// The consumer's position in the chain.
+struct Cursor<T> {
+    seq: u64,
+    block: *mut Block<T>,
+}
+
+/// Consumer's end.
+struct Head<T> {
+    /// Touched only by the single [`Consumer`] through `&mut self`, or by the last handle's drop.
+    cursor: UnsafeCell<Cursor<T>>,
+    /// Copy of `cursor.seq` for [`Producer::len`].
+    published: AtomicU64,
+}
+
+struct Shared<T> {
+    tail: CachePadded<Tail<T>>,
+    head: CachePadded<Head<T>>,
+    /// The queue owns the `T`s in its blocks, which drop check cannot see through raw pointers.
+    _owns: PhantomData<T>,
+}
+
+// SAFETY: items only move through the queue (in by a producer, out by the consumer or the
+// final drop) and are never shared by reference, so `T: Send` is all that moving `Shared`
+// to another thread needs.
+unsafe impl<T: Send> Send for Shared<T> {}
+// SAFETY: through `&Shared` producers write only slots they claimed by CAS, the consumer's
+// cursor is reached only through `&mut Consumer`, and the rest is atomics; no `&T` is ever
+// handed out, so sharing needs only `T: Send`.
+unsafe impl<T: Send> Sync for Shared<T> {}
+
+impl<T> Shared<T> {
+    fn new() -> Self {
+        let first = Box::into_raw(Block::new());
+        Shared {
+            tail: CachePadded::new(Tail {
+                seq: AtomicU64::new(0),
+                block: AtomicPtr::new(first),
+            }),
+            head: CachePadded::new(Head {
+                cursor: UnsafeCell::new(Cursor {
+                    seq: 0,
+                    block: first,
+                }),
+                published: AtomicU64::new(0),
+            }),
+            _owns: PhantomData,
+        }
+    }
+
+    /// Claimed slots not yet popped; the two loads are not one snapshot.
+    fn len(&self) -> usize {
+        let head = self.head.published.load(Ordering::Acquire);
+        let tail = self.tail.seq.load(Ordering::Acquire) >> SEQ_SHIFT;
+        usize::try_from(tail.saturating_sub(head)).unwrap_or(usize::MAX)
+    }
+
+    fn push(&self, value: T) -> u64 {
+        let backoff = Backoff::new();
+        // Allocated before claiming the last slot, so the install window stays short.
+        let mut spare: Option<Box<Block<T>>> = None;
+        let mut tail = self.tail.seq.load(Ordering::Acquire);
+        loop {
+            if tail & INSTALLING != 0 {
+                backoff.snooze();
+                tail = self.tail.seq.load(Ordering::Acquire);
+                continue;
+            }
+            let seq = tail >> SEQ_SHIFT;
+            let index = slot_index(seq);
+            let is_last = index + 1 == BLOCK_CAP;
+            if is_last && spare.is_none() {
+                spare = Some(Block::new());
+            }
+            let block = self.tail.block.load(Ordering::Acquire);
+            // `seq + 1` cannot overflow: 2^63 pushes would take centuries.
+            let claimed = ((seq + 1) << SEQ_SHIFT) | if is_last { INSTALLING } else { 0 };
+            match self.tail.seq.compare_exchange_weak(
+                tail,
+                claimed,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => {
+                    // SAFETY: the CAS succeeded from the bit-free `tail` read before `block`,
+                    // so `block` holds `seq` (see the ground rules), and the consumer frees it
+                    // only after reading `seq`, which this push has not yet written.
+                    let block = unsafe { &*block };
+                    if is_last {
+                        let next = Box::into_raw(spare.take().unwrap_or_else(Block::new));
+                        block.next.store(next, Ordering::Release);
+                        self.tail.block.store(next, Ordering::Release);
+                        self.tail.seq.store((seq + 1) << SEQ_SHIFT, Ordering::Release);
+                    }
+                    let slot = &block.slots[index];
+                    slot.value.with_mut(|cell| {
+                        // SAFETY: the CAS gave this push slot `seq` alone, and the consumer
+                        // reads it only after the `ready` store below.
+                        unsafe { cell.write(MaybeUninit::new(value)) };
+                    });
+                    slot.ready.store(true, Ordering::Release);
+                    return seq;
+                }
+                Err(current) => {
+                    tail = current;
+                    backoff.spin();
+                }
+            }
+        }
+    }
+
+    /// # Safety
+    ///
+    /// The caller has exclusive access to the consumer's cursor: it is the one [`Consumer`]
+    /// (borrowed mutably).
+    unsafe fn pop(&self) -> Option<T> {
+        self.head.cursor.with_mut(|cursor| {
+            // SAFETY: the caller guarantees no other access to the cursor.
+            let cursor = unsafe { &mut *cursor };
+            let index = slot_index(cursor.seq);
+            // SAFETY: the cursor's block holds `cursor.seq` and is freed only below, when the
+            // cursor leaves it.
+            let block = unsafe { &*cursor.block };
+            let slot = &block.slots[index];
+            if !slot.ready.load(Ordering::Acquire) {
+                return None;
+            }
+            let value = slot.value.with(|cell| {
+                // SAFETY: `ready` (Acquire) makes the producer's write visible, and the cursor
+                // moves past this slot, so the value is read out exactly once.
+                unsafe { cell.read().assume_init() }
+            });
+            if index + 1 == BLOCK_CAP {
+                let next = block.next.load(Ordering::Acquire);
+                debug_assert!(
+                    !next.is_null(),
+                    "block ending at seq {} was not linked before its last slot was ready",
+                    cursor.seq
+                );
+                // SAFETY: every slot of this block has been read, so all its producers have
+                // made their last touch (the `ready` store) and no one will reach it again.
+                drop(unsafe { Box::from_raw(cursor.block) });
+                cursor.block = next;
+            }
+            cursor.seq += 1;
+            self.head.published.store(cursor.seq, Ordering::Release);
+            Some(value)
+        })
+    }
+}
+
+impl<T> Drop for Shared<T> {
+    fn drop(&mut self) {
+        let end = self.tail.seq.load(Ordering::Acquire) >> SEQ_SHIFT;
+        let (head, mut block) = self.head.cursor.with_mut(|cursor| {
+            // SAFETY: `&mut self`: no handle is left, so no one else reaches the cursor.
+            let cursor = unsafe { &*cursor };
+            (cursor.seq, cursor.block)
+        });
+        let mut block_start = head - head % BLOCK_CAP as u64;
+        while !block.is_null() {
+            // SAFETY: blocks from the cursor's on are live until freed just below.
+            let current = unsafe { Box::from_raw(block) };
+            for (seq, slot) in (block_start..).zip(current.slots.iter()) {
+                if seq < head || seq >= end {
+                    continue;
+                }
+                let ready = slot.ready.load(Ordering::Acquire);
+                // Each push borrows a handle, so none can be half done now.
+                debug_assert!(ready, "slot {seq} claimed but never written");
+                if ready {
+                    slot.value.with_mut(|cell| {
+                        // SAFETY: the slot is written (`ready`) and not yet popped
+                        // (`seq >= head`); the block is freed right after, so no second drop.
+                        unsafe { (*cell).assume_init_drop() };
+                    });
+                }
+            }
+            block = current.next.load(Ordering::Acquire);
+            block_start += BLOCK_CAP as u64;
+        }
+    }
+}
+
+/// Creates a queue and returns its two ends.
+///
+/// [`Producer`]s can be cloned and used from any number of threads; the one [`Consumer`]
+/// drains items in the order their pushes were sequenced. Items still inside when the last
+/// handle is dropped are dropped with it.
+///
+/// # Examples
+///
+/// ```
+/// let (producer, mut consumer) = wheel_sync::queue::channel();
+/// let worker = {
+///     let producer = producer.clone();
+///     std::thread::spawn(move || producer.push("from a thread"))
+/// };
+/// let seq = worker.join().unwrap();
+/// producer.push("from main");
+/// assert_eq!(seq, 0);
+/// assert_eq!(consumer.pop(), Some("from a thread"));
+/// assert_eq!(consumer.pop(), Some("from main"));
+/// assert_eq!(consumer.pop(), None);
+/// ```
+pub fn channel<T: Send>() -> (Producer<T>, Consumer<T>) {
+    let shared = Arc::new(Shared::new());
+    (
+        Producer {
+            shared: Arc::clone(&shared),
+        },
+        Consumer { shared },
+    )
+}
+
+/// The sending end of a [`channel`]: cheap to clone, usable from many threads at once.
+///
+/// Pushing never blocks and never fails. If the [`Consumer`] is gone, items wait in the
+/// queue and are dropped with the last `Producer`.
+pub struct Producer<T> {
+    shared: Arc<Shared<T>>,
+}
+
+impl<T: Send> Producer<T> {
+    /// Appends `value` and returns its sequence number.
+    ///
+    /// Sequence numbers count pushes across all producers of the queue from 0 upwards;
+    /// the consumer receives items in that order. A caller can compare the number with
+    /// how far the consumer has got to decide whether a wake-up is needed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let (producer, mut consumer) = wheel_sync::queue::channel();
+    /// assert_eq!(producer.push('a'), 0);
+    /// assert_eq!(producer.clone().push('b'), 1);
+    /// assert_eq!(consumer.pop(), Some('a'));
+    /// ```
+    pub fn push(&self, value: T) -> u64 {
+        self.shared.push(value)
+    }
+
+    /// Approximate number of items in the queue.
+    ///
+    /// Pushes and pops may run meanwhile, and a push counts from the moment it claims its
+    /// slot, slightly before the consumer can see it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let (producer, mut consumer) = wheel_sync::queue::channel();
+    /// producer.push(1);
+    /// producer.push(2);
+    /// assert_eq!(producer.len(), 2);
+    /// consumer.pop();
+    /// assert_eq!(producer.len(), 1);
+    /// ```
+    pub fn len(&self) -> usize {
+        self.shared.len()
+    }
+
+    /// Whether [`len`](Self::len) is zero; approximate in the same way.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let (producer, _consumer) = wheel_sync::queue::channel();
+    /// assert!(producer.is_empty());
+    /// producer.push(());
+    /// assert!(!producer.is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl<T> Clone for Producer<T> {
+    fn clone(&self) -> Self {
+        Producer {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+impl<T> fmt::Debug for Producer<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Producer")
+            .field("len", &self.shared.len())
+            .finish_non_exhaustive()
+    }
+}
+
+// Compile-time proof of the handles' thread-safety promises for a `Send`-only item type.
+const _: fn() = || {
+    fn send_sync<S: Send + Sync>() {}
+    fn send<S: Send>() {}
+    send_sync::<Producer<core::cell::Cell<u8>>>();
+    send::<Consumer<core::cell::Cell<u8>>>();
+};
+
+/// The receiving end of a [`channel`]; there is exactly one.
+pub struct Consumer<T> {
+    shared: Arc<Shared<T>>,
+}
+
+impl<T: Send> Consumer<T> {
+    /// Takes the next item in sequence order, or `None` if there is none yet.
+    ///
+    /// Never blocks. If the next sequence number is claimed by a producer that has not
+    /// finished writing it, `pop` returns `None`, and a later `pop` returns that item
+    /// first: items are never skipped or reordered to get past a slow producer.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let (producer, mut consumer) = wheel_sync::queue::channel();
+    /// assert_eq!(consumer.pop(), None);
+    /// producer.push(7);
+    /// assert_eq!(consumer.pop(), Some(7));
+    /// assert_eq!(consumer.pop(), None);
+    /// ```
+    pub fn pop(&mut self) -> Option<T> {
+        // SAFETY: there is one `Consumer` per queue and `&mut self` makes this call its only
+        // user, so the cursor is accessed exclusively.
+        unsafe { self.shared.pop() }
+    }
+
+    /// Approximate number of items in the queue, counting pushes still being written.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let (producer, mut consumer) = wheel_sync::queue::channel();
+    /// producer.push("x");
+    /// assert_eq!(consumer.len(), 1);
+    /// consumer.pop();
+    /// assert_eq!(consumer.len(), 0);
+    /// ```
+    pub fn len(&self) -> usize {
+        self.shared.len()
+    }
+
+    /// Whether [`len`](Self::len) is zero.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let (producer, consumer) = wheel_sync::queue::channel();
+    /// assert!(consumer.is_empty());
+    /// producer.push(0u8);
+    /// assert!(!consumer.is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl<T> fmt::Debug for Consumer<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Consumer")
+            .field("len", &self.shared.len())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::sync::atomic::AtomicUsize;
+    use crate::sync::thread;
+
+    /// Counts its own drops, to prove each item is dropped exactly once.
+    struct Counted {
+        id: usize,
+        drops: Arc<AtomicUsize>,
+    }
+
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.drops.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn counted(id: usize, drops: &Arc<AtomicUsize>) -> Counted {
+        Counted {
+            id,
+            drops: Arc::clone(drops),
+        }
+    }
+
+    #[test]
+    fn fifo_single_producer() {
+        let (producer, mut consumer) = channel();
+        for i in 0..10u32 {
+            assert_eq!(producer.push(i), u64::from(i));
+        }
+        let popped: Vec<u32> = core::iter::from_fn(|| consumer.pop()).collect();
+        assert_eq!(popped, (0..10).collect::<Vec<_>>());
+        assert_eq!(consumer.pop(), None);
+    }
+
+    #[test]
+    fn interleaved_push_pop_across_blocks() {
+        let n = 5 * BLOCK_CAP + 3;
+        let (producer, mut consumer) = channel();
+        let mut expected = 0;
+        for i in 0..n {
+            assert_eq!(producer.push(i), i as u64);
+            // Pop every other push so the consumer trails and blocks are freed mid-run.
+            if i % 2 == 1 {
+                assert_eq!(consumer.pop(), Some(expected));
+                expected += 1;
+            }
+        }
+        while let Some(v) = consumer.pop() {
+            assert_eq!(v, expected);
+            expected += 1;
+        }
+        assert_eq!(expected, n);
+        // The queue keeps working after it has drained past several blocks.
+        assert_eq!(producer.push(99), n as u64);
+        assert_eq!(consumer.pop(), Some(99));
+    }
+
+    #[test]
+    fn len_tracks_pushes_and_pops() {
+        let (producer, mut consumer) = channel();
+        assert!(producer.is_empty() && consumer.is_empty());
+        for i in 0..(2 * BLOCK_CAP + 1) {
+            producer.push(i);
+            assert_eq!(producer.len(), i + 1);
+        }
+        for left in (0..(2 * BLOCK_CAP + 1)).rev() {
+            consumer.pop();
+            assert_eq!(consumer.len(), left);
+            assert_eq!(producer.len(), left);
+        }
+        assert!(producer.is_empty() && consumer.is_empty());
+        assert_eq!(consumer.pop(), None);
+        assert_eq!(consumer.len(), 0);
+    }
+
+    #[test]
+    fn drop_with_items_inside_drops_each_once() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let pushed = 3 * BLOCK_CAP + 5;
+        let popped = BLOCK_CAP + 2;
+        let (producer, mut consumer) = channel();
+        for id in 0..pushed {
+            producer.push(counted(id, &drops));
+        }
+        for id in 0..popped {
+            assert_eq!(consumer.pop().map(|item| item.id), Some(id));
+        }
+        assert_eq!(drops.load(Ordering::Relaxed), popped);
+        drop(consumer);
+        // The producer still owns the queue: nothing more is dropped yet.
+        assert_eq!(drops.load(Ordering::Relaxed), popped);
+        producer.push(counted(pushed, &drops));
+        drop(producer);
+        assert_eq!(drops.load(Ordering::Relaxed), pushed + 1);
+    }
+
+    #[test]
+    fn drop_consumer_last_drops_remaining() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let (producer, consumer) = channel();
+        for id in 0..BLOCK_CAP {
+            producer.push(counted(id, &drops));
+        }
+        drop(producer);
+        assert_eq!(drops.load(Ordering::Relaxed), 0);
+        drop(consumer);
+        assert_eq!(drops.load(Ordering::Relaxed), BLOCK_CAP);
+    }
+
+    #[test]
+    fn multi_producer_every_item_once_in_producer_order() {
+        const PRODUCERS: usize = 4;
+        let per_producer: usize = if cfg!(miri) { 40 } else { 10_000 };
+        let drops = Arc::new(AtomicUsize::new(0));
+        let (producer, mut consumer) = channel::<(usize, usize, Counted)>();
+        let handles: Vec<_> = (0..PRODUCERS)
+            .map(|p| {
+                let producer = producer.clone();
+                let drops = Arc::clone(&drops);
+                thread::spawn(move || {
+                    let mut seqs = Vec::with_capacity(per_producer);
+                    for i in 0..per_producer {
+                        seqs.push(producer.push((p, i, counted(p * per_producer + i, &drops))));
+                    }
+                    seqs
+                })
+            })
+            .collect();
+        drop(producer);
+
+        let total = PRODUCERS * per_producer;
+        let mut next_index = [0usize; PRODUCERS];
+        let mut order = Vec::with_capacity(total);
+        while order.len() < total {
+            match consumer.pop() {
+                Some((p, i, item)) => {
+                    assert_eq!(i, next_index[p], "producer {p} out of order");
+                    assert_eq!(item.id, p * per_producer + i);
+                    next_index[p] += 1;
+                    order.push((p, i));
+                }
+                None => thread::yield_now(),
+            }
+        }
+        assert_eq!(consumer.pop().map(|(p, i, _)| (p, i)), None);
+        assert_eq!(next_index, [per_producer; PRODUCERS]);
+
+        // The consumer saw items in sequence-number order: item k had sequence k.
+        for (p, handle) in handles.into_iter().enumerate() {
+            let seqs = handle.join().expect("producer thread panicked");
+            assert!(seqs.windows(2).all(|w| w[0] < w[1]));
+            for (i, seq) in seqs.into_iter().enumerate() {
+                assert_eq!(order[seq as usize], (p, i));
+            }
+        }
+        assert_eq!(drops.load(Ordering::Relaxed), total);
+    }
+
+}

@@ -1,0 +1,134 @@
+//! The crate's one door to threads and atomics: `std` in a normal build, `loom` under
+//! `cfg(loom)`, so the loom models in `tests/` explore the code that ships.
+//!
+//! Every concurrent module imports from here, never from `std::sync`, `std::thread` or
+//! `loom` directly. The shim is gated on `cfg(loom)` alone (not `cfg(all(test, loom))`)
+//! because the models are integration tests, which build this crate without `cfg(test)`.
+
+// The shim offers the whole surface both worlds share; each module picks what it needs,
+// so in any one build some items go unused.
+#![allow(unused_imports, dead_code)]
+
+#[cfg(not(loom))]
+pub(crate) use std::sync::{Arc, Condvar, Mutex};
+
+#[cfg(loom)]
+pub(crate) use loom::sync::{Arc, Condvar, Mutex};
+
+/// Atomic integers, pointers and fences.
+pub(crate) mod atomic {
+    #[cfg(not(loom))]
+    pub(crate) use std::sync::atomic::{
+        fence, AtomicBool, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+    };
+
+    #[cfg(loom)]
+    pub(crate) use loom::sync::atomic::{
+        fence, AtomicBool, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+    };
+}
+
+/// Spawning, parking and yielding.
+pub(crate) mod thread {
+    #[cfg(not(loom))]
+    pub(crate) use std::thread::{current, park, spawn, yield_now, JoinHandle, Thread};
+
+    #[cfg(loom)]
+    pub(crate) use loom::thread::{current, park, spawn, yield_now, JoinHandle, Thread};
+
+    #[cfg(not(loom))]
+    pub(crate) use std::thread::{park_timeout, ThreadId};
+
+    #[cfg(loom)]
+    pub(crate) use std::thread::ThreadId;
+
+    /// Loom has no clock: a timed park is a plain park, which loom may end
+    /// spuriously like the real one.
+    #[cfg(loom)]
+    pub(crate) fn park_timeout(_: core::time::Duration) {
+        loom::thread::park();
+    }
+
+    /// Spawns a named thread (loom threads have no names).
+    #[cfg(not(loom))]
+    pub(crate) fn spawn_named<T: Send + 'static>(
+        name: String,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> std::io::Result<JoinHandle<T>> {
+        std::thread::Builder::new().name(name).spawn(f)
+    }
+
+    /// Spawns a loom thread; the name is dropped.
+    #[cfg(loom)]
+    pub(crate) fn spawn_named<T: Send + 'static>(
+        _name: String,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> std::io::Result<JoinHandle<T>> {
+        Ok(loom::thread::spawn(f))
+    }
+}
+
+/// One step of a busy-wait loop.
+///
+/// Under loom a spin that never yields would keep the model on one thread forever, so the
+/// hint becomes a yield that lets loom schedule the thread being waited on.
+#[inline]
+pub(crate) fn spin_hint() {
+    #[cfg(not(loom))]
+    core::hint::spin_loop();
+    #[cfg(loom)]
+    loom::thread::yield_now();
+}
+
+/// Exponential backoff for CAS retries and waits on another thread's progress.
+#[cfg(not(loom))]
+pub(crate) use crossbeam_utils::Backoff;
+
+/// Loom stand-in for `crossbeam_utils::Backoff`: loom cannot see crossbeam's spinning,
+/// so every step yields to the scheduler instead.
+#[cfg(loom)]
+#[derive(Debug, Default)]
+pub(crate) struct Backoff;
+
+#[cfg(loom)]
+impl Backoff {
+    pub(crate) fn new() -> Self {
+        Backoff
+    }
+
+    pub(crate) fn spin(&self) {
+        loom::thread::yield_now();
+    }
+
+    pub(crate) fn snooze(&self) {
+        loom::thread::yield_now();
+    }
+}
+
+#[cfg(loom)]
+pub(crate) use loom::cell::UnsafeCell;
+
+/// `core::cell::UnsafeCell` behind loom's closure API, so code that touches a cell is
+/// written once and loom can check every access in the models.
+#[cfg(not(loom))]
+#[derive(Debug, Default)]
+pub(crate) struct UnsafeCell<T>(core::cell::UnsafeCell<T>);
+
+#[cfg(not(loom))]
+impl<T> UnsafeCell<T> {
+    pub(crate) const fn new(data: T) -> Self {
+        UnsafeCell(core::cell::UnsafeCell::new(data))
+    }
+
+    /// Gives `f` a shared pointer to the contents; the caller upholds aliasing rules.
+    #[inline]
+    pub(crate) fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
+        f(self.0.get())
+    }
+
+    /// Gives `f` a unique pointer to the contents; the caller upholds aliasing rules.
+    #[inline]
+    pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+        f(self.0.get())
+    }
+}

@@ -1,0 +1,338 @@
+//! The driver thread and the state it shares with producers.
+//!
+//! # Ground rules
+//!
+//! - The driver alone owns the wheel and pops the submission queue. A round:
+//!   pop at most [`BATCH`] submissions and make the wheel agree with each;
+//!   advance to the current tick, firing what is due; then park until the
+//!   next expiration — or indefinitely when the wheel is empty.
+//! - Park/unpark handshake (a Dekker pair, so both sides use a SeqCst fence):
+//!   the driver stores its planned wake-up tick in `sleeping_until`, fences,
+//!   and parks only if the queue is still empty; a producer pushes, fences,
+//!   and reads `sleeping_until`. Either the driver sees the submission or the
+//!   producer sees the plan. The producer unparks only if its tick is earlier
+//!   than the plan, or every [`WAKE_EVERY`]th submission so that a backlog
+//!   (cancellations to reclaim, far timers) never piles up while it sleeps.
+//! - Shutdown: the flag is set, the driver is unparked unconditionally, and
+//!   its last round files every queued submission and then abandons every
+//!   pending timer. A producer that pushed concurrently re-checks the flag
+//!   after its push and abandons its own timer, so none is stranded.
+
+use core::fmt;
+use std::time::Instant;
+
+use crossbeam_utils::CachePadded;
+use wheel_core::{TimerId, Wheel};
+
+use crate::clock::Clock;
+use crate::entry::{self, EntryRef, ABANDONED, CANCELLED, PENDING, SLOT_NEW, SLOT_OUT};
+use crate::queue::{Consumer, Producer};
+use crate::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use crate::sync::{thread, Arc, Mutex};
+use crate::ScheduleError;
+
+/// Submissions filed per round before the driver fires what is due.
+pub(crate) const BATCH: usize = if cfg!(loom) { 2 } else { 4096 };
+/// A sleeping driver is woken at least once per this many submissions.
+pub(crate) const WAKE_EVERY: u64 = if cfg!(loom) { 2 } else { 1024 };
+/// `sleeping_until` while the driver is awake.
+const AWAKE: u64 = 0;
+/// `sleeping_until` while it sleeps with an empty wheel.
+const FOREVER: u64 = u64::MAX;
+
+/// What producers and the driver share.
+pub(crate) struct Shared {
+    producer: Producer<EntryRef>,
+    pub(crate) clock: Clock,
+    /// Live timers: callbacks, sleeps and timeouts.
+    pending: CachePadded<AtomicUsize>,
+    /// What `schedule` admits; `usize::MAX` for no limit.
+    max_pending: usize,
+    sleeping_until: CachePadded<AtomicU64>,
+    shutdown: AtomicBool,
+    /// Set by the spawner before any handle exists.
+    driver: Mutex<Option<thread::Thread>>,
+    stats: DriverStats,
+}
+
+/// Counters only the driver writes.
+#[derive(Default)]
+pub(crate) struct DriverStats {
+    pub(crate) scheduled: AtomicU64,
+    pub(crate) fired: AtomicU64,
+    pub(crate) cancelled: AtomicU64,
+    pub(crate) panicked: AtomicU64,
+    pub(crate) lateness_sum_ns: AtomicU64,
+    pub(crate) lateness_max_ns: AtomicU64,
+}
+
+impl DriverStats {
+    fn bump(counter: &AtomicU64, by: u64) {
+        // Single writer: a load and a store, no read-modify-write needed.
+        counter.store(counter.load(Ordering::Relaxed) + by, Ordering::Relaxed);
+    }
+}
+
+impl Shared {
+    pub(crate) fn new(clock: Clock, max_pending: usize) -> (Arc<Self>, Consumer<EntryRef>) {
+        let (producer, consumer) = crate::queue::channel();
+        let shared = Arc::new(Self {
+            producer,
+            clock,
+            pending: CachePadded::new(AtomicUsize::new(0)),
+            max_pending,
+            sleeping_until: CachePadded::new(AtomicU64::new(AWAKE)),
+            shutdown: AtomicBool::new(false),
+            driver: Mutex::new(None),
+            stats: DriverStats::default(),
+        });
+        (shared, consumer)
+    }
+
+    pub(crate) fn set_driver(&self, driver: thread::Thread) {
+        *self.driver.lock().unwrap_or_else(|e| e.into_inner()) = Some(driver);
+    }
+
+    pub(crate) fn stats(&self) -> &DriverStats {
+        &self.stats
+    }
+
+    pub(crate) fn pending(&self) -> usize {
+        self.pending.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn max_pending(&self) -> Option<usize> {
+        (self.max_pending != usize::MAX).then_some(self.max_pending)
+    }
+
+    pub(crate) fn is_shutdown(&self) -> bool {
+        self.shutdown.load(Ordering::Acquire)
+    }
+
+    /// Counts a new timer in, or refuses it. Futures pass `limited = false`:
+    /// they count in `pending` but are never refused.
+    pub(crate) fn admit(&self, limited: bool) -> Result<(), ScheduleError> {
+        if self.is_shutdown() {
+            return Err(ScheduleError::Shutdown);
+        }
+        if !limited || self.max_pending == usize::MAX {
+            self.pending.fetch_add(1, Ordering::AcqRel);
+            return Ok(());
+        }
+        let limit = self.max_pending;
+        self.pending
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |p| {
+                (p < limit).then_some(p + 1)
+            })
+            .map(drop)
+            .map_err(|_| ScheduleError::TooManyPending { limit })
+    }
+
+    /// A timer left `PENDING` by a transition this thread won.
+    pub(crate) fn release(&self) {
+        self.pending.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// Hands `entry` to the driver; `tick` is how soon it must look at it
+    /// (`MAX_TICK` for mere reclamation). Returns `Err(Shutdown)` if the
+    /// service shut down meanwhile; the entry is then abandoned, unless
+    /// another thread already moved it out of `PENDING`.
+    pub(crate) fn submit(&self, entry: EntryRef, tick: u64) -> Result<(), ScheduleError> {
+        let probe = entry.clone();
+        let seq = self.producer.push(entry);
+        fence(Ordering::SeqCst);
+        if self.shutdown.load(Ordering::Relaxed) {
+            if probe.finish(ABANDONED) {
+                self.release();
+                probe.action.abandon();
+            }
+            return Err(ScheduleError::Shutdown);
+        }
+        let planned = self.sleeping_until.load(Ordering::Relaxed);
+        if planned != AWAKE && (tick < planned || seq % WAKE_EVERY == 0) {
+            self.unpark_driver();
+        }
+        Ok(())
+    }
+
+    /// Sets the shutdown flag and wakes the driver.
+    pub(crate) fn begin_shutdown(&self) {
+        self.shutdown.store(true, Ordering::Release);
+        fence(Ordering::SeqCst);
+        self.unpark_driver();
+    }
+
+    fn unpark_driver(&self) {
+        if let Some(driver) = &*self.driver.lock().unwrap_or_else(|e| e.into_inner()) {
+            driver.unpark();
+        }
+    }
+}
+
+/// The driver thread's state: the wheel and the consuming end of the queue.
+pub(crate) struct Driver {
+    shared: Arc<Shared>,
+    consumer: Consumer<EntryRef>,
+    wheel: Wheel<EntryRef>,
+}
+
+impl fmt::Debug for Driver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Driver").field("wheel", &self.wheel).finish()
+    }
+}
+
+impl Driver {
+    pub(crate) fn new(shared: Arc<Shared>, consumer: Consumer<EntryRef>) -> Self {
+        let now = shared.clock.now_tick();
+        Self {
+            shared,
+            consumer,
+            wheel: Wheel::starting_at(now),
+        }
+    }
+
+    /// Runs rounds until shutdown; returns how many timers never fired.
+    pub(crate) fn run(mut self) -> usize {
+        loop {
+            let stopping = self.shared.is_shutdown();
+            if stopping {
+                fence(Ordering::SeqCst);
+                return self.abandon_all();
+            }
+            let filed = self.file_submissions(BATCH);
+            let now = self.shared.clock.now_tick();
+            self.fire_due(now);
+            if filed < BATCH {
+                self.park();
+            }
+        }
+    }
+
+    /// Pops up to `limit` submissions; returns how many.
+    fn file_submissions(&mut self, limit: usize) -> usize {
+        let mut filed = 0;
+        while filed < limit {
+            let Some(entry) = self.consumer.pop() else {
+                break;
+            };
+            self.file(entry);
+            filed += 1;
+        }
+        filed
+    }
+
+    /// Makes the wheel agree with the entry's state word.
+    fn file(&mut self, entry: EntryRef) {
+        let stats = &self.shared.stats;
+        let word = entry.word();
+        let slot = entry.slot();
+        let in_wheel = slot < SLOT_OUT;
+        if entry::state_of(word) == PENDING {
+            let tick = entry::tick_of(word);
+            if in_wheel && self.wheel.reschedule(TimerId::from_bits(slot), tick) {
+                return;
+            }
+            DriverStats::bump(&stats.scheduled, 1);
+            let id = self.wheel.insert(tick, entry);
+            if let Some(entry) = self.wheel.get(id) {
+                entry.set_slot(id.to_bits());
+            }
+            return;
+        }
+        if in_wheel {
+            self.wheel.cancel(TimerId::from_bits(slot));
+        } else if slot == SLOT_NEW {
+            // Cancelled (or abandoned) before the driver ever saw it.
+            DriverStats::bump(&stats.scheduled, 1);
+        } else {
+            return;
+        }
+        entry.set_slot(SLOT_OUT);
+        if entry::state_of(word) == CANCELLED {
+            DriverStats::bump(&stats.cancelled, 1);
+        }
+    }
+
+    /// Fires every timer due at or before `now`, in deadline order.
+    fn fire_due(&mut self, now: u64) {
+        let shared = &*self.shared;
+        let started = Instant::now();
+        let (mut fired, mut panicked) = (0, 0);
+        let (mut late_sum, mut late_max) = (0u64, 0u64);
+        for expired in self.wheel.advance(now) {
+            let entry = expired.value;
+            entry.set_slot(SLOT_OUT);
+            if !entry.try_fire(expired.deadline) {
+                continue; // cancelled, or reset to another tick: its message re-files it
+            }
+            shared.release();
+            if let Some(due) = shared.clock.instant_of(expired.deadline) {
+                let late = started.saturating_duration_since(due).as_nanos();
+                let late = u64::try_from(late).unwrap_or(u64::MAX);
+                late_sum = late_sum.saturating_add(late);
+                late_max = late_max.max(late);
+            }
+            fired += 1;
+            if !entry.action.fire() {
+                panicked += 1;
+            }
+        }
+        if fired > 0 {
+            let stats = &shared.stats;
+            DriverStats::bump(&stats.fired, fired);
+            DriverStats::bump(&stats.panicked, panicked);
+            let sum = stats.lateness_sum_ns.load(Ordering::Relaxed);
+            stats
+                .lateness_sum_ns
+                .store(sum.saturating_add(late_sum), Ordering::Relaxed);
+            if late_max > stats.lateness_max_ns.load(Ordering::Relaxed) {
+                stats.lateness_max_ns.store(late_max, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Sleeps until the next expiration unless a submission or shutdown
+    /// arrived meanwhile (see the module's ground rules).
+    fn park(&mut self) {
+        let next = self.wheel.next_expiration();
+        let shared = &*self.shared;
+        shared
+            .sleeping_until
+            .store(next.unwrap_or(FOREVER), Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+        if self.consumer.is_empty() && !shared.shutdown.load(Ordering::Relaxed) {
+            match next {
+                None => thread::park(),
+                Some(tick) => {
+                    if let Some(at) = shared.clock.instant_of(tick) {
+                        let now = Instant::now();
+                        if at > now {
+                            thread::park_timeout(at - now);
+                        }
+                    } else {
+                        thread::park();
+                    }
+                }
+            }
+        }
+        shared.sleeping_until.store(AWAKE, Ordering::Relaxed);
+    }
+
+    /// Files what is still queued, then abandons every pending timer.
+    fn abandon_all(mut self) -> usize {
+        while self.file_submissions(usize::MAX) > 0 {}
+        let shared = &*self.shared;
+        let mut unfired = 0;
+        for expired in self.wheel.drain() {
+            let entry = expired.value;
+            entry.set_slot(SLOT_OUT);
+            if entry.finish(ABANDONED) {
+                shared.release();
+                entry.action.abandon();
+                unfired += 1;
+            }
+        }
+        unfired
+    }
+}

@@ -1,0 +1,212 @@
+//! One timer as every thread sees it: a state word that decides, once,
+//! whether the timer fires, is cancelled or is abandoned at shutdown.
+//!
+//! # Ground rules
+//!
+//! - `word` packs the deadline tick and the state: `tick << 2 | state`. A
+//!   timer leaves `PENDING` by one successful compare-exchange; whoever wins
+//!   owns the consequences (running the callback, or not, and the `pending`
+//!   count). That single CAS is what makes cancel-vs-fire exactly-once.
+//! - Only the owner of a `Sleep` moves a timer back to `PENDING` (reset),
+//!   and only by CAS, so a concurrent fire at the old tick fails its CAS.
+//! - `slot` is touched by the driver thread alone: where the timer is in the
+//!   driver's wheel. Producers never read it; it is atomic only so that the
+//!   entry is `Sync` without `unsafe`.
+//! - Any change a producer makes (schedule, cancel, reset) is followed by
+//!   pushing the entry onto the submission queue; the driver then makes its
+//!   wheel agree with the word ([`Entry::sync_slot`]'s caller). Messages are
+//!   idempotent, so a stale or duplicate one is harmless.
+
+use core::task::Waker;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use crate::sync::atomic::{AtomicU64, Ordering};
+use crate::sync::{Arc, Mutex};
+
+pub(crate) const PENDING: u64 = 0;
+pub(crate) const FIRED: u64 = 1;
+pub(crate) const CANCELLED: u64 = 2;
+/// The service shut down before the deadline.
+pub(crate) const ABANDONED: u64 = 3;
+const STATE: u64 = 0b11;
+/// The latest tick a word can hold.
+pub(crate) const MAX_TICK: u64 = u64::MAX >> 2;
+
+/// `slot` before the driver has seen the entry.
+pub(crate) const SLOT_NEW: u64 = u64::MAX;
+/// `slot` once the driver has seen it and it is not in the wheel.
+pub(crate) const SLOT_OUT: u64 = u64::MAX - 1;
+
+/// What happens when a timer fires.
+pub(crate) trait Action: Send + Sync {
+    /// Runs the callback or wakes the task. Called at most once, by the
+    /// thread that won `PENDING -> FIRED`. Returns `false` if it panicked.
+    fn fire(&self) -> bool;
+    /// The timer will never fire: wake a waiting task so it can see that.
+    fn abandon(&self);
+}
+
+pub(crate) struct Entry<A: ?Sized> {
+    word: AtomicU64,
+    /// Driver-only: `SLOT_NEW`, `SLOT_OUT` or the wheel's `TimerId` bits.
+    slot: AtomicU64,
+    pub(crate) action: A,
+}
+
+/// A type-erased entry, as the queue and the wheel hold it.
+pub(crate) type EntryRef = Arc<Entry<dyn Action>>;
+
+#[inline]
+pub(crate) fn state_of(word: u64) -> u64 {
+    word & STATE
+}
+
+#[inline]
+pub(crate) fn tick_of(word: u64) -> u64 {
+    word >> 2
+}
+
+impl<A> Entry<A> {
+    pub(crate) fn new(tick: u64, action: A) -> Self {
+        Self {
+            word: AtomicU64::new(tick.min(MAX_TICK) << 2 | PENDING),
+            slot: AtomicU64::new(SLOT_NEW),
+            action,
+        }
+    }
+}
+
+impl<A: ?Sized> Entry<A> {
+    #[inline]
+    pub(crate) fn word(&self) -> u64 {
+        self.word.load(Ordering::Acquire)
+    }
+
+    #[inline]
+    pub(crate) fn state(&self) -> u64 {
+        state_of(self.word())
+    }
+
+    /// Moves `PENDING -> to` at whatever tick; `false` if no longer pending.
+    pub(crate) fn finish(&self, to: u64) -> bool {
+        let mut word = self.word.load(Ordering::Acquire);
+        loop {
+            if state_of(word) != PENDING {
+                return false;
+            }
+            match self.word.compare_exchange_weak(
+                word,
+                (word & !STATE) | to,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return true,
+                Err(actual) => word = actual,
+            }
+        }
+    }
+
+    /// The driver's fire: `PENDING -> FIRED` only if still due at `tick`
+    /// (a reset to another tick makes this fail; its message re-files it).
+    #[inline]
+    pub(crate) fn try_fire(&self, tick: u64) -> bool {
+        self.word
+            .compare_exchange(
+                tick << 2 | PENDING,
+                tick << 2 | FIRED,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .is_ok()
+    }
+
+    /// The owner's reset: a pending or fired timer becomes pending at `tick`.
+    /// Returns the state it left, or `None` if cancelled or abandoned.
+    pub(crate) fn rearm(&self, tick: u64) -> Option<u64> {
+        let mut word = self.word.load(Ordering::Acquire);
+        loop {
+            let state = state_of(word);
+            if state != PENDING && state != FIRED {
+                return None;
+            }
+            match self.word.compare_exchange_weak(
+                word,
+                tick.min(MAX_TICK) << 2 | PENDING,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return Some(state),
+                Err(actual) => word = actual,
+            }
+        }
+    }
+
+    /// Driver-only: where the timer is in the wheel.
+    #[inline]
+    pub(crate) fn slot(&self) -> u64 {
+        self.slot.load(Ordering::Relaxed)
+    }
+
+    /// Driver-only.
+    #[inline]
+    pub(crate) fn set_slot(&self, slot: u64) {
+        self.slot.store(slot, Ordering::Relaxed);
+    }
+}
+
+/// A callback, taken and run once by the winner of `PENDING -> FIRED`.
+pub(crate) struct Callback<F>(Mutex<Option<F>>);
+
+impl<F> Callback<F> {
+    pub(crate) fn new(f: F) -> Self {
+        Self(Mutex::new(Some(f)))
+    }
+}
+
+impl<F: FnOnce() + Send + 'static> Action for Callback<F> {
+    fn fire(&self) -> bool {
+        let f = self.0.lock().unwrap_or_else(|e| e.into_inner()).take();
+        match f {
+            Some(f) => catch_unwind(AssertUnwindSafe(f)).is_ok(),
+            None => true,
+        }
+    }
+
+    fn abandon(&self) {
+        // Drop the closure now: what it captured is released at shutdown.
+        drop(self.0.lock().unwrap_or_else(|e| e.into_inner()).take());
+    }
+}
+
+/// A task waiting on a `Sleep`: the latest waker it was polled with.
+#[derive(Default)]
+pub(crate) struct Wake(Mutex<Option<Waker>>);
+
+impl Wake {
+    /// Stores `waker` unless the stored one already wakes the same task.
+    pub(crate) fn register(&self, waker: &Waker) {
+        let mut slot = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        match &mut *slot {
+            Some(old) if old.will_wake(waker) => {}
+            _ => *slot = Some(waker.clone()),
+        }
+    }
+
+    fn wake(&self) {
+        let waker = self.0.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+}
+
+impl Action for Wake {
+    fn fire(&self) -> bool {
+        self.wake();
+        true
+    }
+
+    fn abandon(&self) {
+        self.wake();
+    }
+}

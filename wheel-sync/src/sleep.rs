@@ -1,0 +1,303 @@
+//! `Sleep` and `Timeout`: futures woken by the driver, under any executor.
+
+use core::fmt;
+use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll};
+use std::time::Instant;
+
+use crate::entry::{self, Entry, EntryRef, Wake, ABANDONED, CANCELLED, FIRED, MAX_TICK, PENDING};
+use crate::sync::Arc;
+use crate::TimerService;
+
+/// A future that completes at its deadline; made by
+/// [`TimerService::sleep`] or [`TimerService::sleep_until`].
+///
+/// It is registered with the driver when created, counts in
+/// [`TimerService::pending`] until it fires, and dropping it before then
+/// cancels its timer. It wakes the waker it was last polled with, so it
+/// works under any executor.
+///
+/// # Panics
+/// Polling a `Sleep` whose deadline had not come when its service was shut
+/// down panics (as tokio's does): it can neither complete honestly nor ever
+/// be woken. Check [`Sleep::is_shut_down`] first to avoid that.
+///
+/// # Examples
+/// ```
+/// use std::time::{Duration, Instant};
+/// use wheel_sync::TimerService;
+///
+/// let timers = TimerService::new();
+/// let start = Instant::now();
+/// # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+/// rt.block_on(timers.sleep(Duration::from_millis(5)));
+/// assert!(start.elapsed() >= Duration::from_millis(5));
+/// ```
+#[must_use = "futures do nothing unless polled"]
+pub struct Sleep {
+    service: TimerService,
+    entry: Arc<Entry<Wake>>,
+    deadline: Instant,
+}
+
+impl Sleep {
+    pub(crate) fn new(service: TimerService, deadline: Instant) -> Self {
+        let shared = service.shared();
+        let tick = shared.clock.tick_for(deadline);
+        let entry = Arc::new(Entry::new(tick, Wake::default()));
+        // A refused admission means shutdown: the entry is abandoned, and poll reports it.
+        if shared.admit(false).is_err() {
+            entry.finish(ABANDONED);
+        } else {
+            let erased: EntryRef = entry.clone();
+            let _ = shared.submit(erased, tick);
+        }
+        Self {
+            service,
+            entry,
+            deadline,
+        }
+    }
+
+    /// When this sleep completes.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let timers = wheel_sync::TimerService::new();
+    /// let at = Instant::now() + Duration::from_secs(1);
+    /// assert_eq!(timers.sleep_until(at).deadline(), at);
+    /// ```
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
+    /// Whether the driver has fired this sleep's timer.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let timers = wheel_sync::TimerService::new();
+    /// let sleep = timers.sleep(Duration::from_secs(60));
+    /// assert!(!sleep.is_elapsed());
+    /// ```
+    pub fn is_elapsed(&self) -> bool {
+        self.entry.state() == FIRED
+    }
+
+    /// Whether the service shut down before this sleep's deadline (polling
+    /// it would panic).
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let timers = wheel_sync::TimerService::new();
+    /// let sleep = timers.sleep(Duration::from_secs(60));
+    /// timers.shutdown().unwrap();
+    /// assert!(sleep.is_shut_down());
+    /// ```
+    pub fn is_shut_down(&self) -> bool {
+        self.entry.state() == ABANDONED
+    }
+
+    /// Moves the deadline, whether or not the sleep has completed, reusing
+    /// its timer (no allocation). Like tokio's `Sleep::reset`.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let timers = wheel_sync::TimerService::new();
+    /// let mut sleep = timers.sleep(Duration::from_secs(3600));
+    /// let soon = Instant::now() + Duration::from_millis(2);
+    /// sleep.reset(soon);
+    /// # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    /// rt.block_on(&mut sleep);
+    /// assert!(Instant::now() >= soon);
+    /// ```
+    pub fn reset(&mut self, deadline: Instant) {
+        self.deadline = deadline;
+        let shared = self.service.shared();
+        let tick = shared.clock.tick_for(deadline);
+        match self.entry.rearm(tick) {
+            Some(PENDING) => {}
+            Some(_) => {
+                // Fired: it is live again. Not refused (futures never are).
+                if shared.admit(false).is_err() {
+                    if self.entry.finish(ABANDONED) {
+                        shared.release();
+                    }
+                    return;
+                }
+            }
+            None => return,
+        }
+        let erased: EntryRef = self.entry.clone();
+        let _ = shared.submit(erased, tick);
+    }
+}
+
+impl Future for Sleep {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let poll_state = |state| match state {
+            FIRED => Poll::Ready(()),
+            ABANDONED => panic!("wheel-sync: the timer service shut down before this Sleep's deadline"),
+            _ => Poll::Pending,
+        };
+        if let Poll::Ready(()) = poll_state(self.entry.state()) {
+            return Poll::Ready(());
+        }
+        self.entry.action.register(cx.waker());
+        // The driver sets the state before it takes the waker: re-check so a
+        // fire between the first check and the registration is not lost.
+        poll_state(self.entry.state())
+    }
+}
+
+impl Drop for Sleep {
+    fn drop(&mut self) {
+        if self.entry.finish(CANCELLED) {
+            let shared = self.service.shared();
+            shared.release();
+            let erased: EntryRef = self.entry.clone();
+            let _ = shared.submit(erased, MAX_TICK);
+        }
+    }
+}
+
+impl fmt::Debug for Sleep {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sleep")
+            .field("deadline", &self.deadline)
+            .field("state", &entry::state_of(self.entry.word()))
+            .finish()
+    }
+}
+
+/// The error of a [`Timeout`] whose deadline came first.
+///
+/// # Examples
+/// ```
+/// let e = wheel_sync::Elapsed::default();
+/// assert_eq!(e.to_string(), "deadline has elapsed");
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Elapsed(());
+
+impl fmt::Display for Elapsed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("deadline has elapsed")
+    }
+}
+
+impl std::error::Error for Elapsed {}
+
+/// A future with a deadline; made by [`TimerService::timeout`]. Resolves to
+/// `Ok(output)` if the inner future finishes first, `Err(Elapsed)` if the
+/// deadline comes first. Dropping it cancels its timer.
+///
+/// # Panics
+/// As [`Sleep`]: polling it after its service was shut down before the
+/// deadline panics, unless the inner future is ready.
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+///
+/// let timers = wheel_sync::TimerService::new();
+/// # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+/// let fast = rt.block_on(timers.timeout(Duration::from_secs(5), async { 7 }));
+/// assert_eq!(fast, Ok(7));
+/// let slow = rt.block_on(timers.timeout(Duration::from_millis(1), std::future::pending::<()>()));
+/// assert!(slow.is_err());
+/// ```
+#[must_use = "futures do nothing unless polled"]
+pub struct Timeout<F> {
+    future: F,
+    sleep: Sleep,
+}
+
+impl<F> Timeout<F> {
+    pub(crate) fn new(future: F, sleep: Sleep) -> Self {
+        Self { future, sleep }
+    }
+
+    /// The inner future.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let timers = wheel_sync::TimerService::new();
+    /// let t = timers.timeout(Duration::from_secs(1), std::future::ready(3));
+    /// let _inner: &std::future::Ready<i32> = t.get_ref();
+    /// ```
+    pub fn get_ref(&self) -> &F {
+        &self.future
+    }
+
+    /// Drops the deadline and returns the inner future.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let timers = wheel_sync::TimerService::new();
+    /// let t = timers.timeout(Duration::from_secs(1), std::future::ready(3));
+    /// assert_eq!(timers.pending(), 1);
+    /// let _inner = t.into_inner();
+    /// assert_eq!(timers.pending(), 0);
+    /// ```
+    pub fn into_inner(self) -> F {
+        self.future
+    }
+
+    /// The deadline.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let timers = wheel_sync::TimerService::new();
+    /// let t = timers.timeout(Duration::from_secs(1), std::future::ready(3));
+    /// assert!(t.deadline() > Instant::now());
+    /// ```
+    pub fn deadline(&self) -> Instant {
+        self.sleep.deadline()
+    }
+}
+
+impl<F: Future> Future for Timeout<F> {
+    type Output = Result<F::Output, Elapsed>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // SAFETY: `future` is structurally pinned: nothing moves it while the
+        // `Timeout` is pinned (`into_inner` needs an unpinned `Timeout`, and
+        // there is no `Drop` impl). `sleep` is `Unpin`, so handing out a plain
+        // `&mut` to it moves nothing that is pinned.
+        let (future, sleep) = unsafe {
+            let this = self.get_unchecked_mut();
+            (Pin::new_unchecked(&mut this.future), &mut this.sleep)
+        };
+        if let Poll::Ready(output) = future.poll(cx) {
+            return Poll::Ready(Ok(output));
+        }
+        let sleep = Pin::new(sleep);
+        sleep.poll(cx).map(|()| Err(Elapsed(())))
+    }
+}
+
+impl<F: fmt::Debug> fmt::Debug for Timeout<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Timeout")
+            .field("future", &self.future)
+            .field("sleep", &self.sleep)
+            .finish()
+    }
+}
