@@ -203,9 +203,16 @@ impl Driver {
             let filed = self.file_submissions(BATCH);
             let now = self.shared.clock.now_tick();
             self.fire_due(now);
-            if filed < BATCH {
-                self.park();
+            if filed == BATCH {
+                continue;
             }
+            if filed == 0 && !self.consumer.is_empty() {
+                // A producer claimed a place but has not written it yet:
+                // let it run rather than spin or sleep past its submission.
+                thread::yield_now();
+                continue;
+            }
+            self.park();
         }
     }
 

@@ -21,7 +21,7 @@ use core::task::Waker;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::sync::atomic::{AtomicU64, Ordering};
-use crate::sync::{Arc, Mutex};
+use crate::sync::{ErasedArc, Mutex};
 
 pub(crate) const PENDING: u64 = 0;
 pub(crate) const FIRED: u64 = 1;
@@ -54,7 +54,7 @@ pub(crate) struct Entry<A: ?Sized> {
 }
 
 /// A type-erased entry, as the queue and the wheel hold it.
-pub(crate) type EntryRef = Arc<Entry<dyn Action>>;
+pub(crate) type EntryRef = ErasedArc<Entry<dyn Action>>;
 
 #[inline]
 pub(crate) fn state_of(word: u64) -> u64 {

@@ -35,9 +35,13 @@
 //!   clock rounds down, so nothing fires early; under light load a timer
 //!   fires within about one tick of its deadline. After a stall, everything
 //!   that came due fires once, in deadline order.
-//! - **Cancel** is O(1) from any thread; the driver drops the cancelled
-//!   entry within a round, not at its deadline. A timer cancelled while still
-//!   queued never enters the wheel.
+//! - **Cancel** is O(1) from any thread and never waits for the driver. The
+//!   driver drops the cancelled entry in its next round — which comes with
+//!   the next earlier deadline, within 1024 submissions, or at its planned
+//!   wake-up — not at the cancelled timer's deadline. A lone cancel does not
+//!   wake a sleeping driver: in the request-timeout pattern that would cost a
+//!   context switch per request. A timer cancelled while still queued never
+//!   enters the wheel.
 //!
 //! # Counting and limits
 //!
@@ -73,7 +77,7 @@ use std::time::{Duration, Instant};
 use crate::clock::Clock;
 use crate::driver::{Driver, Shared};
 use crate::entry::{Callback, Entry, EntryRef, ABANDONED, CANCELLED, FIRED, MAX_TICK};
-use crate::sync::{thread, Arc, Mutex};
+use crate::sync::{thread, Arc, ErasedArc, Mutex};
 
 pub use crate::sleep::{Elapsed, Sleep, Timeout};
 
@@ -444,7 +448,7 @@ impl TimerService {
     ) -> Result<TimerHandle, ScheduleError> {
         let shared = self.shared();
         shared.admit(true)?;
-        let entry: EntryRef = Arc::new(Entry::new(tick, Callback::new(f)));
+        let entry: EntryRef = ErasedArc::new(Entry::new(tick, Callback::new(f)));
         shared.submit(entry.clone(), tick)?;
         Ok(TimerHandle {
             service: self.clone(),

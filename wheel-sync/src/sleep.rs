@@ -7,7 +7,7 @@ use core::task::{Context, Poll};
 use std::time::Instant;
 
 use crate::entry::{self, Entry, EntryRef, Wake, ABANDONED, CANCELLED, FIRED, MAX_TICK, PENDING};
-use crate::sync::Arc;
+use crate::sync::ErasedArc;
 use crate::TimerService;
 
 /// A future that completes at its deadline; made by
@@ -37,7 +37,7 @@ use crate::TimerService;
 #[must_use = "futures do nothing unless polled"]
 pub struct Sleep {
     service: TimerService,
-    entry: Arc<Entry<Wake>>,
+    entry: ErasedArc<Entry<Wake>>,
     deadline: Instant,
 }
 
@@ -45,7 +45,7 @@ impl Sleep {
     pub(crate) fn new(service: TimerService, deadline: Instant) -> Self {
         let shared = service.shared();
         let tick = shared.clock.tick_for(deadline);
-        let entry = Arc::new(Entry::new(tick, Wake::default()));
+        let entry = ErasedArc::new(Entry::new(tick, Wake::default()));
         // A refused admission means shutdown: the entry is abandoned, and poll reports it.
         if shared.admit(false).is_err() {
             entry.finish(ABANDONED);

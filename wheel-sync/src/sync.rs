@@ -15,6 +15,11 @@ pub(crate) use std::sync::{Arc, Condvar, Mutex};
 #[cfg(loom)]
 pub(crate) use loom::sync::{Arc, Condvar, Mutex};
 
+/// An `Arc` that can be unsized into a trait object, for timer entries.
+/// loom's `Arc` cannot unsize, and an entry's reference count needs no
+/// modelling: the state it guards is loom atomics, checked in the models.
+pub(crate) use std::sync::Arc as ErasedArc;
+
 /// Atomic integers, pointers and fences.
 pub(crate) mod atomic {
     #[cfg(not(loom))]
@@ -40,7 +45,7 @@ pub(crate) mod thread {
     pub(crate) use std::thread::{park_timeout, ThreadId};
 
     #[cfg(loom)]
-    pub(crate) use std::thread::ThreadId;
+    pub(crate) use loom::thread::ThreadId;
 
     /// Loom has no clock: a timed park is a plain park, which loom may end
     /// spuriously like the real one.
@@ -49,22 +54,18 @@ pub(crate) mod thread {
         loom::thread::park();
     }
 
-    /// Spawns a named thread (loom threads have no names).
     #[cfg(not(loom))]
+    use std::thread::Builder;
+
+    #[cfg(loom)]
+    use loom::thread::Builder;
+
+    /// Spawns a named thread.
     pub(crate) fn spawn_named<T: Send + 'static>(
         name: String,
         f: impl FnOnce() -> T + Send + 'static,
     ) -> std::io::Result<JoinHandle<T>> {
-        std::thread::Builder::new().name(name).spawn(f)
-    }
-
-    /// Spawns a loom thread; the name is dropped.
-    #[cfg(loom)]
-    pub(crate) fn spawn_named<T: Send + 'static>(
-        _name: String,
-        f: impl FnOnce() -> T + Send + 'static,
-    ) -> std::io::Result<JoinHandle<T>> {
-        Ok(loom::thread::spawn(f))
+        Builder::new().name(name).spawn(f)
     }
 }
 

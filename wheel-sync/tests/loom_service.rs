@@ -1,0 +1,197 @@
+//! loom models of the service's protocols, run on the real `TimerService`
+//! (its driver is a loom thread): cancel vs fire, cancel while queued, the
+//! driver's park/unpark handshake, `Sleep` waker registration vs fire, the
+//! `max_pending` counter, and shutdown racing a schedule.
+//!
+//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p wheel-sync --release --test loom_service`
+//!
+//! Deadlines are either in the past (due whenever the driver looks) or an
+//! hour away (never due during a model), so real time cannot make two runs
+//! of one interleaving differ.
+#![cfg(loom)]
+
+use std::time::{Duration, Instant};
+
+use loom::sync::atomic::{AtomicUsize, Ordering};
+use loom::sync::Arc;
+use loom::thread;
+use wheel_sync::{ScheduleError, TimerService};
+
+fn model(f: impl Fn() + Sync + Send + 'static) {
+    let mut builder = loom::model::Builder::new();
+    if builder.preemption_bound.is_none() {
+        builder.preemption_bound = Some(2);
+    }
+    builder.check(f);
+}
+
+fn past() -> Instant {
+    Instant::now()
+        .checked_sub(Duration::from_secs(1))
+        .unwrap_or_else(Instant::now)
+}
+
+const HOUR: Duration = Duration::from_secs(3600);
+
+/// Yields until `done`; loom fails the model if that never happens.
+fn wait_until(done: impl Fn() -> bool) {
+    while !done() {
+        thread::yield_now();
+    }
+}
+
+/// Counts drops of what a callback captured: proves it was released.
+struct DropCount(Arc<AtomicUsize>);
+
+impl Drop for DropCount {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn cancel_races_fire_exactly_one_wins() {
+    model(|| {
+        let timers = TimerService::new();
+        let ran = Arc::new(AtomicUsize::new(0));
+        let ran2 = ran.clone();
+        let handle = timers
+            .schedule_at(past(), move || {
+                ran2.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap();
+        let canceller = thread::spawn(move || handle.cancel());
+        let cancelled = canceller.join().unwrap();
+        wait_until(|| timers.pending() == 0);
+        timers.shutdown().unwrap();
+        let ran = ran.load(Ordering::SeqCst);
+        assert_eq!(ran + usize::from(cancelled), 1, "ran {ran}, cancelled {cancelled}");
+    });
+}
+
+#[test]
+fn cancel_while_queued_never_fires_and_frees() {
+    model(|| {
+        let timers = TimerService::new();
+        let drops = Arc::new(AtomicUsize::new(0));
+        let guard = DropCount(drops.clone());
+        let handle = timers
+            .schedule(HOUR, move || {
+                drop(guard);
+                panic!("cancelled timer fired");
+            })
+            .unwrap();
+        assert!(handle.cancel());
+        assert_eq!(timers.pending(), 0);
+        drop(handle);
+        // A lone cancel does not wake a sleeping driver; its next round frees
+        // the entry, long before the deadline. A due timer starts that round.
+        let fired = Arc::new(AtomicUsize::new(0));
+        let fired2 = fired.clone();
+        let _due = timers
+            .schedule_at(past(), move || {
+                fired2.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap();
+        wait_until(|| fired.load(Ordering::SeqCst) == 1);
+        assert_eq!(drops.load(Ordering::SeqCst), 1, "cancelled entry freed in the round");
+        let report = timers.shutdown().unwrap();
+        assert_eq!(report.unfired, 0);
+        let stats = timers.stats();
+        assert_eq!((stats.fired, stats.cancelled), (1, 1));
+    });
+}
+
+#[test]
+fn submission_racing_park_is_never_stranded() {
+    model(|| {
+        let timers = TimerService::new();
+        let fired = Arc::new(AtomicUsize::new(0));
+        let producer = {
+            let timers = timers.clone();
+            let fired = fired.clone();
+            thread::spawn(move || {
+                timers
+                    .schedule_at(past(), move || {
+                        fired.fetch_add(1, Ordering::SeqCst);
+                    })
+                    .unwrap()
+            })
+        };
+        let _handle = producer.join().unwrap();
+        // If the driver parked without seeing the submission, this never ends.
+        wait_until(|| fired.load(Ordering::SeqCst) == 1);
+        timers.shutdown().unwrap();
+    });
+}
+
+#[test]
+fn sleep_wake_is_not_lost() {
+    model(|| {
+        let timers = TimerService::new();
+        loom::future::block_on(timers.sleep_until(past()));
+        // The driver counts the timer out right after it marks it fired.
+        wait_until(|| timers.pending() == 0);
+        timers.shutdown().unwrap();
+    });
+}
+
+#[test]
+fn max_pending_is_exact_under_contention() {
+    model(|| {
+        let timers = TimerService::builder().max_pending(1).build().unwrap();
+        let spawn_schedule = |timers: &TimerService| {
+            let timers = timers.clone();
+            thread::spawn(move || timers.schedule(HOUR, || ()))
+        };
+        let a = spawn_schedule(&timers);
+        let b = spawn_schedule(&timers);
+        let results = [a.join().unwrap(), b.join().unwrap()];
+        let admitted: Vec<_> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
+        assert_eq!(admitted.len(), 1, "limit 1 admits exactly one");
+        assert!(results
+            .iter()
+            .any(|r| matches!(r, Err(ScheduleError::TooManyPending { limit: 1 }))));
+        assert_eq!(timers.pending(), 1);
+        // Cancelling frees the place at once.
+        assert!(admitted[0].cancel());
+        assert!(timers.schedule(HOUR, || ()).is_ok());
+        timers.shutdown().unwrap();
+    });
+}
+
+#[test]
+fn shutdown_racing_schedule_loses_nothing() {
+    model(|| {
+        let timers = TimerService::new();
+        let drops = Arc::new(AtomicUsize::new(0));
+        let ran = Arc::new(AtomicUsize::new(0));
+        let producer = {
+            let timers = timers.clone();
+            let drops = drops.clone();
+            let ran = ran.clone();
+            thread::spawn(move || {
+                let guard = DropCount(drops);
+                timers.schedule(HOUR, move || {
+                    drop(guard);
+                    ran.fetch_add(1, Ordering::SeqCst);
+                })
+            })
+        };
+        let report = timers.shutdown().unwrap();
+        let result = producer.join().unwrap();
+        // Never run early because of shutdown, never left pending, and the
+        // closure is released whichever side won.
+        assert_eq!(ran.load(Ordering::SeqCst), 0);
+        assert_eq!(timers.pending(), 0);
+        match result {
+            Ok(handle) => {
+                assert!(handle.is_cancelled(), "abandoned at shutdown");
+                assert!(!handle.cancel());
+            }
+            Err(e) => assert_eq!(e, ScheduleError::Shutdown),
+        }
+        assert!(report.unfired <= 1);
+        wait_until(|| drops.load(Ordering::SeqCst) == 1);
+    });
+}
