@@ -25,7 +25,7 @@ use crossbeam_utils::CachePadded;
 use wheel_core::{TimerId, Wheel};
 
 use crate::clock::Clock;
-use crate::entry::{self, EntryRef, ABANDONED, CANCELLED, PENDING, SLOT_NEW, SLOT_OUT};
+use crate::entry::{self, Action, Entry, EntryRef, CANCELLED, PENDING, SLOT_NEW, SLOT_OUT};
 use crate::queue::{Consumer, Producer};
 use crate::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use crate::sync::{thread, Arc, Mutex};
@@ -137,14 +137,18 @@ impl Shared {
     /// (`MAX_TICK` for mere reclamation). Returns `Err(Shutdown)` if the
     /// service shut down meanwhile; the entry is then abandoned, unless
     /// another thread already moved it out of `PENDING`.
-    pub(crate) fn submit(&self, entry: EntryRef, tick: u64) -> Result<(), ScheduleError> {
-        let probe = entry.clone();
-        let seq = self.producer.push(entry);
+    pub(crate) fn submit(
+        &self,
+        entry: &Entry<dyn Action>,
+        message: EntryRef,
+        tick: u64,
+    ) -> Result<(), ScheduleError> {
+        let seq = self.producer.push(message);
         fence(Ordering::SeqCst);
         if self.shutdown.load(Ordering::Relaxed) {
-            if probe.finish(ABANDONED) {
+            if entry.abandon() {
                 self.release();
-                probe.action.abandon();
+                entry.action.abandon();
             }
             return Err(ScheduleError::Shutdown);
         }
@@ -178,7 +182,9 @@ pub(crate) struct Driver {
 
 impl fmt::Debug for Driver {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Driver").field("wheel", &self.wheel).finish()
+        f.debug_struct("Driver")
+            .field("wheel", &self.wheel)
+            .finish()
     }
 }
 
@@ -232,7 +238,7 @@ impl Driver {
     /// Makes the wheel agree with the entry's state word.
     fn file(&mut self, entry: EntryRef) {
         let stats = &self.shared.stats;
-        let word = entry.word();
+        let word = entry.take_queued();
         let slot = entry.slot();
         let in_wheel = slot < SLOT_OUT;
         if entry::state_of(word) == PENDING {
@@ -334,7 +340,7 @@ impl Driver {
         for expired in self.wheel.drain() {
             let entry = expired.value;
             entry.set_slot(SLOT_OUT);
-            if entry.finish(ABANDONED) {
+            if entry.abandon() {
                 shared.release();
                 entry.action.abandon();
                 unfired += 1;

@@ -3,19 +3,22 @@
 //!
 //! # Ground rules
 //!
-//! - `word` packs the deadline tick and the state: `tick << 2 | state`. A
-//!   timer leaves `PENDING` by one successful compare-exchange; whoever wins
-//!   owns the consequences (running the callback, or not, and the `pending`
-//!   count). That single CAS is what makes cancel-vs-fire exactly-once.
+//! - `word` packs the deadline tick, a `QUEUED` bit and the state:
+//!   `tick << 3 | queued << 2 | state`. A timer leaves `PENDING` by one
+//!   successful compare-exchange; whoever wins owns the consequences
+//!   (running the callback, or not, and the `pending` count). That single
+//!   CAS is what makes cancel-vs-fire exactly-once.
 //! - Only the owner of a `Sleep` moves a timer back to `PENDING` (reset),
 //!   and only by CAS, so a concurrent fire at the old tick fails its CAS.
+//! - `QUEUED` is set while a message for the entry sits in the submission
+//!   queue. A producer that changes the word sets it in the same CAS and
+//!   pushes the entry only if it was clear; the driver clears it when it pops
+//!   the entry and acts on the word it cleared it in. So each entry is in the
+//!   queue at most once, and a cancel that lands while the schedule is still
+//!   queued costs no second message: the driver never files that timer.
 //! - `slot` is touched by the driver thread alone: where the timer is in the
 //!   driver's wheel. Producers never read it; it is atomic only so that the
 //!   entry is `Sync` without `unsafe`.
-//! - Any change a producer makes (schedule, cancel, reset) is followed by
-//!   pushing the entry onto the submission queue; the driver then makes its
-//!   wheel agree with the word ([`Entry::sync_slot`]'s caller). Messages are
-//!   idempotent, so a stale or duplicate one is harmless.
 
 use core::task::Waker;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -28,9 +31,11 @@ pub(crate) const FIRED: u64 = 1;
 pub(crate) const CANCELLED: u64 = 2;
 /// The service shut down before the deadline.
 pub(crate) const ABANDONED: u64 = 3;
-const STATE: u64 = 0b11;
+const STATE: u64 = 0b011;
+const QUEUED: u64 = 0b100;
+const TICK_SHIFT: u32 = 3;
 /// The latest tick a word can hold.
-pub(crate) const MAX_TICK: u64 = u64::MAX >> 2;
+pub(crate) const MAX_TICK: u64 = u64::MAX >> TICK_SHIFT;
 
 /// `slot` before the driver has seen the entry.
 pub(crate) const SLOT_NEW: u64 = u64::MAX;
@@ -63,13 +68,14 @@ pub(crate) fn state_of(word: u64) -> u64 {
 
 #[inline]
 pub(crate) fn tick_of(word: u64) -> u64 {
-    word >> 2
+    word >> TICK_SHIFT
 }
 
 impl<A> Entry<A> {
+    /// A pending entry, marked `QUEUED`: its creator pushes it next.
     pub(crate) fn new(tick: u64, action: A) -> Self {
         Self {
-            word: AtomicU64::new(tick.min(MAX_TICK) << 2 | PENDING),
+            word: AtomicU64::new(tick.min(MAX_TICK) << TICK_SHIFT | QUEUED | PENDING),
             slot: AtomicU64::new(SLOT_NEW),
             action,
         }
@@ -87,58 +93,54 @@ impl<A: ?Sized> Entry<A> {
         state_of(self.word())
     }
 
-    /// Moves `PENDING -> to` at whatever tick; `false` if no longer pending.
-    pub(crate) fn finish(&self, to: u64) -> bool {
-        let mut word = self.word.load(Ordering::Acquire);
-        loop {
-            if state_of(word) != PENDING {
-                return false;
-            }
-            match self.word.compare_exchange_weak(
-                word,
-                (word & !STATE) | to,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => return true,
-                Err(actual) => word = actual,
-            }
-        }
+    /// CAS loop: applies `f` to the word until it sticks or `f` declines.
+    #[inline]
+    fn update(&self, f: impl FnMut(u64) -> Option<u64>) -> Option<u64> {
+        self.word
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, f)
+            .ok()
+    }
+
+    /// A producer's `PENDING -> to`. `None` if no longer pending; else
+    /// whether the caller must push the entry so the driver sees the change
+    /// (`false` when a message is already queued).
+    pub(crate) fn finish(&self, to: u64) -> Option<bool> {
+        let old =
+            self.update(|w| (state_of(w) == PENDING).then_some((w & !STATE) | to | QUEUED))?;
+        Some(old & QUEUED == 0)
+    }
+
+    /// The driver's `PENDING -> ABANDONED` at shutdown; no message follows.
+    pub(crate) fn abandon(&self) -> bool {
+        self.update(|w| (state_of(w) == PENDING).then_some((w & !STATE) | ABANDONED))
+            .is_some()
     }
 
     /// The driver's fire: `PENDING -> FIRED` only if still due at `tick`
     /// (a reset to another tick makes this fail; its message re-files it).
     #[inline]
     pub(crate) fn try_fire(&self, tick: u64) -> bool {
-        self.word
-            .compare_exchange(
-                tick << 2 | PENDING,
-                tick << 2 | FIRED,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            )
-            .is_ok()
+        self.update(|w| {
+            (state_of(w) == PENDING && tick_of(w) == tick).then_some((w & !STATE) | FIRED)
+        })
+        .is_some()
     }
 
     /// The owner's reset: a pending or fired timer becomes pending at `tick`.
-    /// Returns the state it left, or `None` if cancelled or abandoned.
-    pub(crate) fn rearm(&self, tick: u64) -> Option<u64> {
-        let mut word = self.word.load(Ordering::Acquire);
-        loop {
-            let state = state_of(word);
-            if state != PENDING && state != FIRED {
-                return None;
-            }
-            match self.word.compare_exchange_weak(
-                word,
-                tick.min(MAX_TICK) << 2 | PENDING,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => return Some(state),
-                Err(actual) => word = actual,
-            }
-        }
+    /// Returns the state it left and whether the caller must push the entry,
+    /// or `None` if it was cancelled or abandoned.
+    pub(crate) fn rearm(&self, tick: u64) -> Option<(u64, bool)> {
+        let new = tick.min(MAX_TICK) << TICK_SHIFT | QUEUED | PENDING;
+        let old = self.update(|w| matches!(state_of(w), PENDING | FIRED).then_some(new))?;
+        Some((state_of(old), old & QUEUED == 0))
+    }
+
+    /// The driver, on popping the entry: clears `QUEUED` and returns the word
+    /// it cleared it in, which is what the driver acts on. Any later change
+    /// finds `QUEUED` clear and pushes a new message.
+    #[inline]
+    pub(crate) fn take_queued(&self) -> u64 {
+        self.word.fetch_and(!QUEUED, Ordering::AcqRel)
     }
 
     /// Driver-only: where the timer is in the wheel.

@@ -449,7 +449,7 @@ impl TimerService {
         let shared = self.shared();
         shared.admit(true)?;
         let entry: EntryRef = ErasedArc::new(Entry::new(tick, Callback::new(f)));
-        shared.submit(entry.clone(), tick)?;
+        shared.submit(&entry, entry.clone(), tick)?;
         Ok(TimerHandle {
             service: self.clone(),
             entry,
@@ -534,9 +534,12 @@ impl TimerService {
     pub fn stats(&self) -> Stats {
         let shared = self.shared();
         let driver = shared.stats();
-        let load = |c: &crate::sync::atomic::AtomicU64| c.load(crate::sync::atomic::Ordering::Relaxed);
+        let load =
+            |c: &crate::sync::atomic::AtomicU64| c.load(crate::sync::atomic::Ordering::Relaxed);
         let fired = load(&driver.fired);
-        let mean_ns = load(&driver.lateness_sum_ns).checked_div(fired).unwrap_or(0);
+        let mean_ns = load(&driver.lateness_sum_ns)
+            .checked_div(fired)
+            .unwrap_or(0);
         Stats {
             scheduled: load(&driver.scheduled),
             fired,
@@ -570,7 +573,10 @@ impl TimerService {
         if thread::current().id() == self.owner.driver_id {
             return Err(ShutdownError::FromCallback);
         }
-        let join = self.owner.take_join().ok_or(ShutdownError::AlreadyShutDown)?;
+        let join = self
+            .owner
+            .take_join()
+            .ok_or(ShutdownError::AlreadyShutDown)?;
         self.shared().begin_shutdown();
         // The driver catches callback panics, so its own result is all that is left.
         let unfired = join.join().unwrap_or(0);
@@ -625,13 +631,15 @@ impl TimerHandle {
     /// assert!(handle.cancel());
     /// ```
     pub fn cancel(&self) -> bool {
-        if !self.entry.finish(CANCELLED) {
+        let Some(must_push) = self.entry.finish(CANCELLED) else {
             return false;
-        }
+        };
         let shared = self.service.shared();
         shared.release();
-        // Only so the driver frees it now rather than at its deadline.
-        let _ = shared.submit(self.entry.clone(), MAX_TICK);
+        if must_push {
+            // Only so the driver frees it in its next round, not at its deadline.
+            let _ = shared.submit(&self.entry, self.entry.clone(), MAX_TICK);
+        }
         true
     }
 

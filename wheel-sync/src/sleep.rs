@@ -6,7 +6,7 @@ use core::pin::Pin;
 use core::task::{Context, Poll};
 use std::time::Instant;
 
-use crate::entry::{self, Entry, EntryRef, Wake, ABANDONED, CANCELLED, FIRED, MAX_TICK, PENDING};
+use crate::entry::{self, Entry, Wake, ABANDONED, CANCELLED, FIRED, MAX_TICK};
 use crate::sync::ErasedArc;
 use crate::TimerService;
 
@@ -48,10 +48,9 @@ impl Sleep {
         let entry = ErasedArc::new(Entry::new(tick, Wake::default()));
         // A refused admission means shutdown: the entry is abandoned, and poll reports it.
         if shared.admit(false).is_err() {
-            entry.finish(ABANDONED);
+            entry.abandon();
         } else {
-            let erased: EntryRef = entry.clone();
-            let _ = shared.submit(erased, tick);
+            let _ = shared.submit(&*entry, entry.clone(), tick);
         }
         Self {
             service,
@@ -123,21 +122,19 @@ impl Sleep {
         self.deadline = deadline;
         let shared = self.service.shared();
         let tick = shared.clock.tick_for(deadline);
-        match self.entry.rearm(tick) {
-            Some(PENDING) => {}
-            Some(_) => {
-                // Fired: it is live again. Not refused (futures never are).
-                if shared.admit(false).is_err() {
-                    if self.entry.finish(ABANDONED) {
-                        shared.release();
-                    }
-                    return;
-                }
+        let Some((left, must_push)) = self.entry.rearm(tick) else {
+            return; // abandoned at shutdown: poll reports it
+        };
+        // A fired sleep is live again. Not refused: futures never are.
+        if left == FIRED && shared.admit(false).is_err() {
+            if self.entry.abandon() {
+                shared.release();
             }
-            None => return,
+            return;
         }
-        let erased: EntryRef = self.entry.clone();
-        let _ = shared.submit(erased, tick);
+        if must_push {
+            let _ = shared.submit(&*self.entry, self.entry.clone(), tick);
+        }
     }
 }
 
@@ -147,7 +144,9 @@ impl Future for Sleep {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let poll_state = |state| match state {
             FIRED => Poll::Ready(()),
-            ABANDONED => panic!("wheel-sync: the timer service shut down before this Sleep's deadline"),
+            ABANDONED => {
+                panic!("wheel-sync: the timer service shut down before this Sleep's deadline")
+            }
             _ => Poll::Pending,
         };
         if let Poll::Ready(()) = poll_state(self.entry.state()) {
@@ -162,11 +161,12 @@ impl Future for Sleep {
 
 impl Drop for Sleep {
     fn drop(&mut self) {
-        if self.entry.finish(CANCELLED) {
+        if let Some(must_push) = self.entry.finish(CANCELLED) {
             let shared = self.service.shared();
             shared.release();
-            let erased: EntryRef = self.entry.clone();
-            let _ = shared.submit(erased, MAX_TICK);
+            if must_push {
+                let _ = shared.submit(&*self.entry, self.entry.clone(), MAX_TICK);
+            }
         }
     }
 }
