@@ -25,15 +25,27 @@ impl Clock {
         }
     }
 
+    /// Nanoseconds from the origin to `t` (0 before it), saturating after
+    /// 584 years; u64 arithmetic keeps `schedule` free of 128-bit division.
+    #[inline]
+    fn ns_since_origin(&self, t: Instant) -> u64 {
+        let d = t.saturating_duration_since(self.origin);
+        d.as_secs()
+            .saturating_mul(1_000_000_000)
+            .saturating_add(u64::from(d.subsec_nanos()))
+    }
+
     /// The first tick at or after `deadline`: a timer due then fires when
     /// the clock reaches that tick, never before `deadline`.
+    #[inline]
     pub(crate) fn tick_for(&self, deadline: Instant) -> u64 {
-        let ns = deadline.saturating_duration_since(self.origin).as_nanos();
-        let ticks = ns.div_ceil(u128::from(self.tick_ns));
-        u64::try_from(ticks).unwrap_or(MAX_TICK).min(MAX_TICK)
+        self.ns_since_origin(deadline)
+            .div_ceil(self.tick_ns)
+            .min(MAX_TICK)
     }
 
     /// The tick `delay` from now, rounded up.
+    #[inline]
     pub(crate) fn tick_after(&self, delay: Duration) -> u64 {
         match Instant::now().checked_add(delay) {
             Some(deadline) => self.tick_for(deadline),
@@ -42,9 +54,9 @@ impl Clock {
     }
 
     /// The last tick that has begun.
+    #[inline]
     pub(crate) fn now_tick(&self) -> u64 {
-        let ns = Instant::now().saturating_duration_since(self.origin).as_nanos();
-        u64::try_from(ns / u128::from(self.tick_ns)).unwrap_or(MAX_TICK)
+        (self.ns_since_origin(Instant::now()) / self.tick_ns).min(MAX_TICK)
     }
 
     /// When `tick` begins; `None` if that is beyond what `Instant` can hold.

@@ -65,7 +65,11 @@ fn cancel_races_fire_exactly_one_wins() {
         wait_until(|| timers.pending() == 0);
         timers.shutdown().unwrap();
         let ran = ran.load(Ordering::SeqCst);
-        assert_eq!(ran + usize::from(cancelled), 1, "ran {ran}, cancelled {cancelled}");
+        assert_eq!(
+            ran + usize::from(cancelled),
+            1,
+            "ran {ran}, cancelled {cancelled}"
+        );
     });
 }
 
@@ -94,7 +98,11 @@ fn cancel_while_queued_never_fires_and_frees() {
             })
             .unwrap();
         wait_until(|| fired.load(Ordering::SeqCst) == 1);
-        assert_eq!(drops.load(Ordering::SeqCst), 1, "cancelled entry freed in the round");
+        assert_eq!(
+            drops.load(Ordering::SeqCst),
+            1,
+            "cancelled entry freed in the round"
+        );
         let report = timers.shutdown().unwrap();
         assert_eq!(report.unfired, 0);
         let stats = timers.stats();
