@@ -176,7 +176,9 @@ impl<T> Shared<T> {
                         let next = Box::into_raw(spare.take().unwrap_or_else(Block::new));
                         block.next.store(next, Ordering::Release);
                         self.tail.block.store(next, Ordering::Release);
-                        self.tail.seq.store((seq + 1) << SEQ_SHIFT, Ordering::Release);
+                        self.tail
+                            .seq
+                            .store((seq + 1) << SEQ_SHIFT, Ordering::Release);
                     }
                     let slot = &block.slots[index];
                     slot.value.with_mut(|cell| {
@@ -608,5 +610,4 @@ mod tests {
         }
         assert_eq!(drops.load(Ordering::Relaxed), total);
     }
-
 }
