@@ -6,6 +6,10 @@
 //!   pop at most [`BATCH`] submissions and make the wheel agree with each;
 //!   advance to the current tick, firing what is due; then park until the
 //!   next expiration — or indefinitely when the wheel is empty.
+//! - While the wheel holds timers the driver sleeps at most
+//!   [`RECLAIM_EVERY`], so cancelled entries are freed promptly without the
+//!   cancelling thread paying for a wake-up; with an empty wheel it parks
+//!   indefinitely (zero CPU when idle).
 //! - Park/unpark handshake (a Dekker pair, so both sides use a SeqCst fence):
 //!   the driver stores its planned wake-up tick in `sleeping_until`, fences,
 //!   and parks only if the queue is still empty; a producer pushes, fences,
@@ -19,13 +23,13 @@
 //!   after its push and abandons its own timer, so none is stranded.
 
 use core::fmt;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
 use wheel_core::{TimerId, Wheel};
 
 use crate::clock::Clock;
-use crate::entry::{self, Action, Entry, EntryRef, CANCELLED, PENDING, SLOT_NEW, SLOT_OUT};
+use crate::entry::{self, Action, Entry, EntryRef, CANCELLED, FIRED, PENDING, SLOT_NEW, SLOT_OUT};
 use crate::queue::{Consumer, Producer};
 use crate::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use crate::sync::{thread, Arc, Mutex};
@@ -35,6 +39,9 @@ use crate::ScheduleError;
 pub(crate) const BATCH: usize = if cfg!(loom) { 2 } else { 4096 };
 /// A sleeping driver is woken at least once per this many submissions.
 pub(crate) const WAKE_EVERY: u64 = if cfg!(loom) { 2 } else { 1024 };
+/// The longest a driver with pending timers sleeps: the bound on how long
+/// a cancelled timer's memory outlives its cancel when nothing else happens.
+pub(crate) const RECLAIM_EVERY: Duration = Duration::from_millis(100);
 /// `sleeping_until` while the driver is awake.
 const AWAKE: u64 = 0;
 /// `sleeping_until` while it sleeps with an empty wheel.
@@ -133,15 +140,16 @@ impl Shared {
         self.pending.fetch_sub(1, Ordering::AcqRel);
     }
 
-    /// Hands `entry` to the driver; `tick` is how soon it must look at it
-    /// (`MAX_TICK` for mere reclamation). Returns `Err(Shutdown)` if the
-    /// service shut down meanwhile; the entry is then abandoned, unless
-    /// another thread already moved it out of `PENDING`.
+    /// Hands `entry` to the driver, which must have seen it by tick
+    /// `look_by`: a sleeping driver planning to wake later is unparked.
+    /// Returns `Err(Shutdown)` if the service shut down meanwhile and the
+    /// timer did not fire; the entry is then abandoned, unless another thread
+    /// already moved it out of `PENDING`.
     pub(crate) fn submit(
         &self,
         entry: &Entry<dyn Action>,
         message: EntryRef,
-        tick: u64,
+        look_by: u64,
     ) -> Result<(), ScheduleError> {
         let seq = self.producer.push(message);
         fence(Ordering::SeqCst);
@@ -149,12 +157,27 @@ impl Shared {
             if entry.abandon() {
                 self.release();
                 entry.action.abandon();
+            } else if entry.state() == FIRED {
+                return Ok(()); // the driver filed and fired it before stopping
             }
             return Err(ScheduleError::Shutdown);
         }
-        let planned = self.sleeping_until.load(Ordering::Relaxed);
-        if planned != AWAKE && (tick < planned || seq % WAKE_EVERY == 0) {
-            self.unpark_driver();
+        let mut planned = self.sleeping_until.load(Ordering::Relaxed);
+        while planned != AWAKE && (look_by < planned || seq % WAKE_EVERY == 0) {
+            // Claim the wake-up, so a sleeping driver is unparked once, not
+            // once per producer that notices it sleeping.
+            match self.sleeping_until.compare_exchange(
+                planned,
+                AWAKE,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => {
+                    self.unpark_driver();
+                    break;
+                }
+                Err(now) => planned = now,
+            }
         }
         Ok(())
     }
@@ -271,13 +294,19 @@ impl Driver {
     fn fire_due(&mut self, now: u64) {
         let shared = &*self.shared;
         let started = Instant::now();
-        let (mut fired, mut panicked) = (0, 0);
+        let (mut fired, mut panicked, mut cancelled) = (0, 0, 0);
         let (mut late_sum, mut late_max) = (0u64, 0u64);
         for expired in self.wheel.advance(now) {
             let entry = expired.value;
             entry.set_slot(SLOT_OUT);
             if !entry.try_fire(expired.deadline) {
-                continue; // cancelled, or reset to another tick: its message re-files it
+                // Cancelled after it was filed (its message, when popped, finds
+                // it out of the wheel and counts nothing), or reset to another
+                // tick (its message re-files it).
+                if entry.state() == CANCELLED {
+                    cancelled += 1;
+                }
+                continue;
             }
             shared.release();
             if let Some(due) = shared.clock.instant_of(expired.deadline) {
@@ -291,6 +320,7 @@ impl Driver {
                 panicked += 1;
             }
         }
+        DriverStats::bump(&shared.stats.cancelled, cancelled);
         if fired > 0 {
             let stats = &shared.stats;
             DriverStats::bump(&stats.fired, fired);
@@ -315,16 +345,18 @@ impl Driver {
             .store(next.unwrap_or(FOREVER), Ordering::Relaxed);
         fence(Ordering::SeqCst);
         if self.consumer.is_empty() && !shared.shutdown.load(Ordering::Relaxed) {
-            match next {
-                None => thread::park(),
-                Some(tick) => {
-                    if let Some(at) = shared.clock.instant_of(tick) {
-                        let now = Instant::now();
-                        if at > now {
-                            thread::park_timeout(at - now);
-                        }
-                    } else {
-                        thread::park();
+            match next.and_then(|tick| shared.clock.instant_of(tick)) {
+                // Empty wheel: nothing can come due, so nothing to reclaim either.
+                None if next.is_none() => thread::park(),
+                due => {
+                    // Timers pending: wake at least every RECLAIM_EVERY, so a
+                    // cancelled timer is freed then, with no wake-up paid by
+                    // the thread that cancelled it.
+                    let now = Instant::now();
+                    let cap = now + RECLAIM_EVERY;
+                    let at = due.map_or(cap, |due| due.min(cap));
+                    if at > now {
+                        thread::park_timeout(at - now);
                     }
                 }
             }

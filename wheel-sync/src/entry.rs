@@ -42,6 +42,14 @@ pub(crate) const SLOT_NEW: u64 = u64::MAX;
 /// `slot` once the driver has seen it and it is not in the wheel.
 pub(crate) const SLOT_OUT: u64 = u64::MAX - 1;
 
+/// What a producer's `finish` tells it.
+pub(crate) struct Finished {
+    /// The tick the timer was due at.
+    pub(crate) tick: u64,
+    /// No message for the entry is queued: push one.
+    pub(crate) must_push: bool,
+}
+
 /// What happens when a timer fires.
 pub(crate) trait Action: Send + Sync {
     /// Runs the callback or wakes the task. Called at most once, by the
@@ -102,12 +110,15 @@ impl<A: ?Sized> Entry<A> {
     }
 
     /// A producer's `PENDING -> to`. `None` if no longer pending; else
-    /// whether the caller must push the entry so the driver sees the change
-    /// (`false` when a message is already queued).
-    pub(crate) fn finish(&self, to: u64) -> Option<bool> {
+    /// the timer's tick, and whether the caller must push the entry so the
+    /// driver sees the change (`false` when a message is already queued).
+    pub(crate) fn finish(&self, to: u64) -> Option<Finished> {
         let old =
             self.update(|w| (state_of(w) == PENDING).then_some((w & !STATE) | to | QUEUED))?;
-        Some(old & QUEUED == 0)
+        Some(Finished {
+            tick: tick_of(old),
+            must_push: old & QUEUED == 0,
+        })
     }
 
     /// The driver's `PENDING -> ABANDONED` at shutdown; no message follows.

@@ -36,12 +36,12 @@
 //!   fires within about one tick of its deadline. After a stall, everything
 //!   that came due fires once, in deadline order.
 //! - **Cancel** is O(1) from any thread and never waits for the driver. The
-//!   driver drops the cancelled entry in its next round — which comes with
-//!   the next earlier deadline, within 1024 submissions, or at its planned
-//!   wake-up — not at the cancelled timer's deadline. A lone cancel does not
-//!   wake a sleeping driver: in the request-timeout pattern that would cost a
-//!   context switch per request. A timer cancelled while still queued never
-//!   enters the wheel.
+//!   driver drops a cancelled entry in its next round: within 100 ms (it
+//!   never sleeps longer while timers are pending), within 1024 submissions,
+//!   and before the cancelled deadline, whichever comes first. A lone cancel
+//!   does not wake a sleeping driver: in the request-timeout pattern that
+//!   would cost a context switch per request. A timer cancelled while still
+//!   queued never enters the wheel, and costs the driver one pop.
 //!
 //! # Counting and limits
 //!
@@ -631,14 +631,15 @@ impl TimerHandle {
     /// assert!(handle.cancel());
     /// ```
     pub fn cancel(&self) -> bool {
-        let Some(must_push) = self.entry.finish(CANCELLED) else {
+        let Some(finished) = self.entry.finish(CANCELLED) else {
             return false;
         };
         let shared = self.service.shared();
         shared.release();
-        if must_push {
-            // Only so the driver frees it in its next round, not at its deadline.
-            let _ = shared.submit(&self.entry, self.entry.clone(), MAX_TICK);
+        if finished.must_push {
+            // So the driver frees it in its next round, before its deadline.
+            let look_by = finished.tick.saturating_sub(1);
+            let _ = shared.submit(&self.entry, self.entry.clone(), look_by);
         }
         true
     }

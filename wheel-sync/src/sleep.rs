@@ -6,7 +6,7 @@ use core::pin::Pin;
 use core::task::{Context, Poll};
 use std::time::Instant;
 
-use crate::entry::{self, Entry, Wake, ABANDONED, CANCELLED, FIRED, MAX_TICK};
+use crate::entry::{self, Entry, Wake, ABANDONED, CANCELLED, FIRED};
 use crate::sync::ErasedArc;
 use crate::TimerService;
 
@@ -127,9 +127,8 @@ impl Sleep {
         };
         // A fired sleep is live again. Not refused: futures never are.
         if left == FIRED && shared.admit(false).is_err() {
-            if self.entry.abandon() {
-                shared.release();
-            }
+            // Shut down: nothing was counted in, so nothing is counted out.
+            self.entry.abandon();
             return;
         }
         if must_push {
@@ -161,11 +160,12 @@ impl Future for Sleep {
 
 impl Drop for Sleep {
     fn drop(&mut self) {
-        if let Some(must_push) = self.entry.finish(CANCELLED) {
+        if let Some(finished) = self.entry.finish(CANCELLED) {
             let shared = self.service.shared();
             shared.release();
-            if must_push {
-                let _ = shared.submit(&*self.entry, self.entry.clone(), MAX_TICK);
+            if finished.must_push {
+                let look_by = finished.tick.saturating_sub(1);
+                let _ = shared.submit(&*self.entry, self.entry.clone(), look_by);
             }
         }
     }
