@@ -17,6 +17,9 @@
 //!   producer sees the plan. The producer unparks only if its tick is earlier
 //!   than the plan, or every [`WAKE_EVERY`]th submission so that a backlog
 //!   (cancellations to reclaim, far timers) never piles up while it sleeps.
+//! - Backpressure: a producer that finds more than [`BACKLOG_HIGH`]
+//!   submissions queued yields to the driver until half are filed, so the
+//!   queue (and memory) stays bounded when producers outnumber cores.
 //! - Shutdown: the flag is set, the driver is unparked unconditionally, and
 //!   its last round files every queued submission and then abandons every
 //!   pending timer. A producer that pushed concurrently re-checks the flag
@@ -39,6 +42,12 @@ use crate::ScheduleError;
 pub(crate) const BATCH: usize = if cfg!(loom) { 2 } else { 4096 };
 /// A sleeping driver is woken at least once per this many submissions.
 pub(crate) const WAKE_EVERY: u64 = if cfg!(loom) { 2 } else { 1024 };
+/// Producers check the backlog once per this many submissions.
+const BACKLOG_CHECK_EVERY: u64 = 256;
+/// The backlog at which producers start yielding to the driver.
+pub(crate) const BACKLOG_HIGH: usize = 1 << 16;
+/// How often a throttled producer yields before it carries on regardless.
+const THROTTLE_YIELDS: usize = 10_000;
 /// The longest a driver with pending timers sleeps: the bound on how long
 /// a cancelled timer's memory outlives its cancel when nothing else happens.
 pub(crate) const RECLAIM_EVERY: Duration = Duration::from_millis(100);
@@ -162,10 +171,21 @@ impl Shared {
             }
             return Err(ScheduleError::Shutdown);
         }
+        let wake_anyway = seq % WAKE_EVERY == 0;
+        self.wake_driver_if(|planned| look_by < planned || wake_anyway);
+        if seq % BACKLOG_CHECK_EVERY == 0 {
+            self.throttle();
+        }
+        Ok(())
+    }
+
+    /// Unparks a sleeping driver if `needed(planned wake-up tick)`. The
+    /// wake-up is claimed by CAS, so a sleeping driver is unparked once, not
+    /// once per producer that notices it sleeping.
+    #[inline]
+    fn wake_driver_if(&self, needed: impl Fn(u64) -> bool) {
         let mut planned = self.sleeping_until.load(Ordering::Relaxed);
-        while planned != AWAKE && (look_by < planned || seq % WAKE_EVERY == 0) {
-            // Claim the wake-up, so a sleeping driver is unparked once, not
-            // once per producer that notices it sleeping.
+        while planned != AWAKE && needed(planned) {
             match self.sleeping_until.compare_exchange(
                 planned,
                 AWAKE,
@@ -174,12 +194,37 @@ impl Shared {
             ) {
                 Ok(_) => {
                     self.unpark_driver();
-                    break;
+                    return;
                 }
                 Err(now) => planned = now,
             }
         }
-        Ok(())
+    }
+
+    /// Backpressure: when more than [`BACKLOG_HIGH`] submissions wait, the
+    /// producer wakes the driver and yields to it until half are filed (or
+    /// it has yielded [`THROTTLE_YIELDS`] times, should the driver be stuck
+    /// in a slow callback). Without it, producers that outnumber the cores
+    /// starve the driver and the queue grows without bound.
+    #[cold]
+    fn throttle(&self) {
+        if self.producer.len() <= BACKLOG_HIGH || self.on_driver_thread() {
+            return;
+        }
+        for _ in 0..THROTTLE_YIELDS {
+            if self.producer.len() <= BACKLOG_HIGH / 2 || self.is_shutdown() {
+                return;
+            }
+            self.wake_driver_if(|_| true);
+            thread::yield_now();
+        }
+    }
+
+    fn on_driver_thread(&self) -> bool {
+        let driver = self.driver.lock().unwrap_or_else(|e| e.into_inner());
+        driver
+            .as_ref()
+            .is_some_and(|d| d.id() == thread::current().id())
     }
 
     /// Sets the shutdown flag and wakes the driver.

@@ -1,0 +1,576 @@
+//! wheel-core against its peers, side by side in one criterion group per
+//! operation, at 1K / 100K / 1M pending timers; then a table of heap bytes per
+//! pending timer.
+//!
+//! ```text
+//! cargo bench -p wheel-bench --bench core                      # everything, under 10 minutes
+//! cargo bench -p wheel-bench --bench core -- 'insert_cancel/'  # one group
+//! cargo bench -p wheel-bench --bench core -- '/1000$' --quick  # smoke run at 1K
+//! cargo bench -p wheel-bench --bench core -- memory            # only the memory table
+//! ```
+//!
+//! Every benchmark runs on a population of `n` pending timers with deadlines
+//! uniform in `now + 1 ..= now + 2^20` ticks (17.5 minutes of milliseconds),
+//! kept at `n` while it is measured, so each operation meets a realistically
+//! large and shuffled structure. Inputs come from a seeded SplitMix64, so every
+//! peer sees the same stream. Times are per operation (`fire`: per timer
+//! fired; `churn`: per tick of the mix).
+//!
+//! Time is the benchmark thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`), not
+//! wall time: every peer runs on this one thread (DelayQueue's runtime is
+//! current-thread), so on an idle machine the two agree, and on a shared one
+//! the CPU time leaves out the slices other processes take. Cache pollution
+//! from neighbours still shows, so quote ratios from one run.
+//!
+//! The memory table counts live heap bytes with a counting global allocator:
+//! after filling `n` timers, minus the empty queue, divided by `n`.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::hint::black_box;
+use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use criterion::measurement::{Measurement, ValueFormatter};
+use criterion::{BenchmarkGroup, BenchmarkId, Criterion, Throughput};
+use wheel_bench::peers::{
+    BTreeTimers, DelayQueueTimers, IndexedHeap, LazyHeap, TimerQueue, WheelTimers,
+};
+
+/// Pending timers per benchmark.
+const SIZES: [usize; 3] = [1_000, 100_000, 1_000_000];
+/// Deadlines fall uniformly in `now + 1 ..= now + SPREAD`.
+const SPREAD: u64 = 1 << 20;
+/// The same input stream for every peer.
+const SEED: u64 = 0x5EED_0F71_3E75;
+/// The `fire` benchmark refills from scratch past this tick, far below the
+/// DelayQueue peer's last tick.
+const REBUILD_AT: u64 = 1 << 32;
+/// Insert + cancel pairs per tick in the `churn` mix.
+const CHURN_PAIRS: usize = 4;
+
+/// Counts live heap bytes while [`COUNTING`] is on; off during the timed
+/// benchmarks, where it costs one relaxed load per allocation.
+struct CountingAllocator;
+
+static COUNTING: AtomicBool = AtomicBool::new(false);
+static LIVE_BYTES: AtomicIsize = AtomicIsize::new(0);
+
+fn count(delta: isize) {
+    if COUNTING.load(Ordering::Relaxed) {
+        LIVE_BYTES.fetch_add(delta, Ordering::Relaxed);
+    }
+}
+
+// SAFETY: every method forwards its arguments unchanged to `System`, which
+// upholds the `GlobalAlloc` contract; the counters never touch the memory.
+unsafe impl GlobalAlloc for CountingAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller's `layout` obligations pass straight through.
+        let ptr = unsafe { System.alloc(layout) };
+        if !ptr.is_null() {
+            count(layout.size() as isize);
+        }
+        ptr
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: as for `alloc`.
+        let ptr = unsafe { System.alloc_zeroed(layout) };
+        if !ptr.is_null() {
+            count(layout.size() as isize);
+        }
+        ptr
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from this allocator, i.e. from `System`, with `layout`.
+        unsafe { System.dealloc(ptr, layout) };
+        count(-(layout.size() as isize));
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: `ptr` came from `System` with `layout`; the caller upholds the rest.
+        let new = unsafe { System.realloc(ptr, layout, new_size) };
+        if !new.is_null() {
+            count(new_size as isize - layout.size() as isize);
+        }
+        new
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: CountingAllocator = CountingAllocator;
+
+/// CPU time this thread has used.
+fn thread_time() -> Duration {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `now` is a live, writable timespec for the duration of the call.
+    let status = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) };
+    assert_eq!(status, 0, "CLOCK_THREAD_CPUTIME_ID is unavailable");
+    Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
+}
+
+/// What one clock reading adds to a timed span (a system call, about half a
+/// microsecond here): the median of many back-to-back pairs. Subtracted from
+/// each batch the benchmarks time themselves, where it would otherwise add a
+/// nanosecond or more per operation at 1K.
+fn clock_cost() -> Duration {
+    static COST: OnceLock<Duration> = OnceLock::new();
+    *COST.get_or_init(|| {
+        let mut pairs: Vec<Duration> = (0..1001)
+            .map(|_| {
+                let start = thread_time();
+                thread_time() - start
+            })
+            .collect();
+        pairs.sort_unstable();
+        pairs[pairs.len() / 2]
+    })
+}
+
+/// Thread CPU time of `f`, less the cost of reading the clock.
+#[inline]
+fn measure(f: impl FnOnce()) -> Duration {
+    let start = thread_time();
+    f();
+    (thread_time() - start).saturating_sub(clock_cost())
+}
+
+/// Criterion measured in [`thread_time`].
+struct ThreadTime;
+
+impl Measurement for ThreadTime {
+    type Intermediate = Duration;
+    type Value = Duration;
+
+    fn start(&self) -> Duration {
+        thread_time()
+    }
+    fn end(&self, start: Duration) -> Duration {
+        thread_time().saturating_sub(start)
+    }
+    fn add(&self, a: &Duration, b: &Duration) -> Duration {
+        *a + *b
+    }
+    fn zero(&self) -> Duration {
+        Duration::ZERO
+    }
+    fn to_f64(&self, value: &Duration) -> f64 {
+        value.as_nanos() as f64
+    }
+    fn formatter(&self) -> &dyn ValueFormatter {
+        &Nanoseconds
+    }
+}
+
+/// Formats nanoseconds as criterion's wall-time formatter does (which it
+/// does not export).
+struct Nanoseconds;
+
+impl Nanoseconds {
+    fn unit(typical: f64) -> (f64, &'static str) {
+        match typical {
+            t if t < 1e3 => (1.0, "ns"),
+            t if t < 1e6 => (1e-3, "µs"),
+            t if t < 1e9 => (1e-6, "ms"),
+            _ => (1e-9, "s"),
+        }
+    }
+}
+
+impl ValueFormatter for Nanoseconds {
+    fn scale_values(&self, typical: f64, values: &mut [f64]) -> &'static str {
+        let (factor, unit) = Self::unit(typical);
+        values.iter_mut().for_each(|v| *v *= factor);
+        unit
+    }
+
+    fn scale_throughputs(
+        &self,
+        _typical: f64,
+        throughput: &Throughput,
+        values: &mut [f64],
+    ) -> &'static str {
+        // Values are ns per iteration; turn them into elements per second.
+        let per_iteration = match *throughput {
+            Throughput::Bytes(n) | Throughput::BytesDecimal(n) | Throughput::Elements(n) => n,
+        } as f64;
+        values
+            .iter_mut()
+            .for_each(|v| *v = per_iteration * 1e9 / *v);
+        "elem/s"
+    }
+
+    fn scale_for_machines(&self, _values: &mut [f64]) -> &'static str {
+        "ns"
+    }
+}
+
+/// SplitMix64: deterministic, fast, and good enough to scatter deadlines.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    #[inline]
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..bound` (Lemire's multiply-shift; the bias is < 2⁻⁴⁰ here).
+    #[inline]
+    fn below(&mut self, bound: u64) -> u64 {
+        ((u128::from(self.next()) * u128::from(bound)) >> 64) as u64
+    }
+}
+
+/// A queue, the keys of its pending timers and the input stream.
+struct Bed<Q: TimerQueue> {
+    queue: Q,
+    /// In the groups that fire, `keys[v]` names the pending timer carrying
+    /// value `v`: each value is one "connection" that always has one timer.
+    keys: Vec<Q::Key>,
+    fired: Vec<u64>,
+    rng: SplitMix64,
+    now: u64,
+}
+
+impl<Q: TimerQueue> Bed<Q> {
+    fn new(mut queue: Q, n: usize) -> Self {
+        let mut rng = SplitMix64(SEED);
+        let keys = (0..n as u64)
+            .map(|value| queue.insert(1 + rng.below(SPREAD), value))
+            .collect();
+        Self {
+            queue,
+            keys,
+            fired: Vec::new(),
+            rng,
+            now: 0,
+        }
+    }
+
+    #[inline]
+    fn deadline(&mut self) -> u64 {
+        self.now + 1 + self.rng.below(SPREAD)
+    }
+
+    #[inline]
+    fn pick(&mut self) -> usize {
+        self.rng.below(self.keys.len() as u64) as usize
+    }
+
+    /// One more pending timer (the value–index pairing is not kept up: the
+    /// groups that grow and shrink the population never fire).
+    #[inline]
+    fn push(&mut self) {
+        let deadline = self.deadline();
+        let key = self.queue.insert(deadline, self.keys.len() as u64);
+        self.keys.push(key);
+    }
+
+    /// Cancels a random pending timer and forgets its key.
+    #[inline]
+    fn cancel_random(&mut self) {
+        let index = self.pick();
+        let key = self.keys.swap_remove(index);
+        black_box(self.queue.cancel(key));
+    }
+
+    /// A random connection's timer is cancelled and a new one armed: an
+    /// insert and a cancel at a steady `n`.
+    #[inline]
+    fn replace_random(&mut self) {
+        let value = self.pick();
+        let deadline = self.deadline();
+        let key = self.queue.insert(deadline, value as u64);
+        let old = std::mem::replace(&mut self.keys[value], key);
+        black_box(self.queue.cancel(old));
+    }
+
+    #[inline]
+    fn reschedule_random(&mut self) {
+        let value = self.pick();
+        let deadline = self.deadline();
+        black_box(self.queue.reschedule(&mut self.keys[value], deadline));
+    }
+
+    /// Moves the clock to `now`, collecting what fired; returns the count.
+    #[inline]
+    fn advance_to(&mut self, now: u64) -> usize {
+        self.now = now;
+        let fired = &mut self.fired;
+        self.queue.advance(now, |value| fired.push(value))
+    }
+
+    /// Arms a new timer for each connection whose timer just fired.
+    #[inline]
+    fn rearm_fired(&mut self) {
+        while let Some(value) = self.fired.pop() {
+            let deadline = self.deadline();
+            self.keys[value as usize] = self.queue.insert(deadline, value);
+        }
+    }
+}
+
+/// The population is built the first time criterion runs the benchmark, so
+/// benchmarks a filter skips cost nothing.
+fn bed<Q: TimerQueue>(slot: &mut Option<Bed<Q>>, make: fn() -> Q, n: usize) -> &mut Bed<Q> {
+    slot.get_or_insert_with(|| Bed::new(make(), n))
+}
+
+/// Timed operations between untimed refills in `insert` and `cancel`: small
+/// enough that the population stays within 1/8 of `n`, large enough that
+/// the clock's cost, subtracted as it is, leaves little noise behind.
+fn batch_for(n: usize) -> u64 {
+    (n as u64 / 8).clamp(1, 4096)
+}
+
+/// Insert alone, at `n` pending. Each batch of timed inserts is followed by
+/// as many untimed cancels of random timers, so `n` holds within a batch.
+fn insert<Q: TimerQueue>(group: &mut BenchmarkGroup<'_, ThreadTime>, n: usize, make: fn() -> Q) {
+    let mut slot = None;
+    group.bench_function(BenchmarkId::new(Q::NAME, n), |b| {
+        let bed = bed(&mut slot, make, n);
+        b.iter_custom(|iters| {
+            let mut timed = Duration::ZERO;
+            let mut left = iters;
+            while left > 0 {
+                let batch = left.min(batch_for(n));
+                timed += measure(|| {
+                    for _ in 0..batch {
+                        bed.push();
+                    }
+                });
+                for _ in 0..batch {
+                    bed.cancel_random();
+                }
+                left -= batch;
+            }
+            timed
+        });
+    });
+}
+
+/// Cancel alone, of a random pending timer, at `n` pending: the mirror of
+/// `insert`, with the refilling inserts untimed.
+fn cancel<Q: TimerQueue>(group: &mut BenchmarkGroup<'_, ThreadTime>, n: usize, make: fn() -> Q) {
+    let mut slot = None;
+    group.bench_function(BenchmarkId::new(Q::NAME, n), |b| {
+        let bed = bed(&mut slot, make, n);
+        b.iter_custom(|iters| {
+            let mut timed = Duration::ZERO;
+            let mut left = iters;
+            while left > 0 {
+                let batch = left.min(batch_for(n));
+                for _ in 0..batch {
+                    bed.push();
+                }
+                timed += measure(|| {
+                    for _ in 0..batch {
+                        bed.cancel_random();
+                    }
+                });
+                left -= batch;
+            }
+            timed
+        });
+    });
+}
+
+/// Arm a timer and cancel a random pending one (a request timeout whose
+/// reply came in time), exactly at `n`.
+fn insert_cancel<Q: TimerQueue>(
+    group: &mut BenchmarkGroup<'_, ThreadTime>,
+    n: usize,
+    make: fn() -> Q,
+) {
+    let mut slot = None;
+    group.bench_function(BenchmarkId::new(Q::NAME, n), |b| {
+        let bed = bed(&mut slot, make, n);
+        b.iter(|| bed.replace_random());
+    });
+}
+
+/// Move a random pending timer to a new random deadline (an idle timeout
+/// pushed back by traffic).
+fn reschedule<Q: TimerQueue>(
+    group: &mut BenchmarkGroup<'_, ThreadTime>,
+    n: usize,
+    make: fn() -> Q,
+) {
+    let mut slot = None;
+    group.bench_function(BenchmarkId::new(Q::NAME, n), |b| {
+        let bed = bed(&mut slot, make, n);
+        b.iter(|| bed.reschedule_random());
+    });
+}
+
+/// Advance with fire, per timer fired. The clock moves in steps that fire
+/// about a thousand timers each (half a second of ticks at 1M), so per-call
+/// costs, DelayQueue's tokio clock step among them, are spread as they are in a
+/// busy driver. Each fired timer is re-armed untimed, keeping `n` pending, so
+/// cascades of the live population are part of what is timed.
+fn fire<Q: TimerQueue>(group: &mut BenchmarkGroup<'_, ThreadTime>, n: usize, make: fn() -> Q) {
+    // Steady state fires n / (SPREAD / 2) timers a tick.
+    let step = (SPREAD * 512 / n as u64).max(1);
+    let mut slot = None;
+    group.bench_function(BenchmarkId::new(Q::NAME, n), |b| {
+        let bed = bed(&mut slot, make, n);
+        b.iter_custom(|iters| {
+            let mut timed = Duration::ZERO;
+            let mut fired = 0;
+            while fired < iters {
+                if bed.now > REBUILD_AT {
+                    *bed = Bed::new(make(), n);
+                }
+                let target = bed.now + step;
+                timed += measure(|| fired += bed.advance_to(target) as u64);
+                bed.rearm_fired();
+            }
+            timed.mul_f64(iters as f64 / fired as f64)
+        });
+    });
+}
+
+/// One millisecond of a busy service, all timed: `CHURN_PAIRS` timers armed
+/// and as many random ones cancelled, the clock advanced one tick, and each
+/// timer that fired re-armed (about two a tick at 1M).
+fn churn<Q: TimerQueue>(group: &mut BenchmarkGroup<'_, ThreadTime>, n: usize, make: fn() -> Q) {
+    let mut slot = None;
+    group.bench_function(BenchmarkId::new(Q::NAME, n), |b| {
+        let bed = bed(&mut slot, make, n);
+        b.iter(|| {
+            for _ in 0..CHURN_PAIRS {
+                bed.replace_random();
+            }
+            bed.advance_to(bed.now + 1);
+            bed.rearm_fired();
+        });
+    });
+}
+
+fn delay_queue() -> DelayQueueTimers {
+    DelayQueueTimers::new().expect("tokio builds a current-thread runtime")
+}
+
+/// Modest sampling so the whole run stays under ten minutes; 1M setups and
+/// iterations are slow, and their samples are long enough to be stable.
+fn configure(group: &mut BenchmarkGroup<'_, ThreadTime>, n: usize) {
+    if n >= 1_000_000 {
+        group.sample_size(10);
+        group.warm_up_time(Duration::from_secs(1));
+        group.measurement_time(Duration::from_secs(3));
+    } else {
+        group.sample_size(20);
+        group.warm_up_time(Duration::from_millis(500));
+        group.measurement_time(Duration::from_secs(2));
+    }
+}
+
+/// One criterion group running `$body` on every peer at every size.
+macro_rules! group {
+    ($criterion:expr, $sizes:expr, $body:ident) => {{
+        let mut group = $criterion.benchmark_group(stringify!($body));
+        for &n in $sizes {
+            configure(&mut group, n);
+            $body(&mut group, n, WheelTimers::new);
+            $body(&mut group, n, delay_queue);
+            $body(&mut group, n, LazyHeap::new);
+            $body(&mut group, n, IndexedHeap::new);
+            $body(&mut group, n, BTreeTimers::new);
+        }
+        group.finish();
+    }};
+}
+
+/// Bytes of a queue holding `n` timers, as (empty queue: inline plus heap,
+/// heap per timer).
+fn memory<Q: TimerQueue>(make: fn() -> Q, n: usize) -> (isize, f64) {
+    COUNTING.store(true, Ordering::Relaxed);
+    let before = LIVE_BYTES.load(Ordering::Relaxed);
+    let mut queue = make();
+    let empty = LIVE_BYTES.load(Ordering::Relaxed);
+    let mut rng = SplitMix64(SEED);
+    for value in 0..n as u64 {
+        black_box(queue.insert(1 + rng.below(SPREAD), value));
+    }
+    let full = LIVE_BYTES.load(Ordering::Relaxed);
+    COUNTING.store(false, Ordering::Relaxed);
+    drop(queue);
+    let inline = std::mem::size_of::<Q>() as isize;
+    (inline + empty - before, (full - empty) as f64 / n as f64)
+}
+
+/// Prints, as a markdown table, heap bytes per pending timer for every peer
+/// at every size, plus what the empty queue holds.
+fn memory_table(sizes: &[usize]) {
+    fn row<Q: TimerQueue>(make: fn() -> Q, sizes: &[usize]) {
+        let mut empty = 0;
+        let mut cells = String::new();
+        for &n in sizes {
+            let (fixed, per_timer) = memory(make, n);
+            empty = fixed;
+            cells.push_str(&format!(" {per_timer:.1} |"));
+        }
+        println!("| {} | {empty} |{cells}", Q::NAME);
+    }
+    let header: String = sizes.iter().map(|n| format!(" n = {n} |")).collect();
+    let rule = " ---: |".repeat(sizes.len());
+    println!("\nheap bytes per pending timer: (live bytes with n timers − empty queue) / n");
+    println!("| peer | empty queue (inline + heap), bytes |{header}");
+    println!("| --- | ---: |{rule}");
+    row(WheelTimers::new, sizes);
+    row(delay_queue, sizes);
+    row(LazyHeap::new, sizes);
+    row(IndexedHeap::new, sizes);
+    row(BTreeTimers::new, sizes);
+    println!();
+}
+
+/// What one `advance` by a tick with nothing due costs the DelayQueue peer:
+/// the paused tokio clock step and timer-driver turn every advance pays, as a
+/// real program pays a runtime wake-up. Printed so `churn`, which advances
+/// every tick, can be read with it in mind.
+fn delay_queue_step() {
+    const STEPS: u64 = 20_000;
+    let mut queue = delay_queue();
+    let per_step = measure(|| {
+        for tick in 1..=STEPS {
+            black_box(queue.advance(tick, |_| {}));
+        }
+    }) / STEPS as u32;
+    println!("delay-queue: one advance by a tick with nothing due takes {per_step:?}\n");
+}
+
+fn main() {
+    // `cargo test --benches` runs each benchmark once (criterion's test
+    // mode) to prove it works; 1K pending is enough for that.
+    let args: Vec<String> = std::env::args().collect();
+    let flag = |name: &str| args.iter().any(|arg| arg == name);
+    let sizes: &[usize] = if flag("--bench") && !flag("--test") {
+        &SIZES
+    } else {
+        &SIZES[..1]
+    };
+    if !flag("--list") {
+        memory_table(sizes);
+        delay_queue_step();
+    }
+    let mut criterion = Criterion::default()
+        .with_measurement(ThreadTime)
+        .configure_from_args();
+    group!(criterion, sizes, insert);
+    group!(criterion, sizes, cancel);
+    group!(criterion, sizes, insert_cancel);
+    group!(criterion, sizes, reschedule);
+    group!(criterion, sizes, fire);
+    group!(criterion, sizes, churn);
+    criterion.final_summary();
+}

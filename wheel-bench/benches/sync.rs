@@ -1,0 +1,354 @@
+//! Criterion benchmarks of the `wheel-sync` timer service against its peers.
+//!
+//! - `timeouts`: seed 001's request-timeout pattern. Each of T threads loops
+//!   "schedule a 1 s timeout, then cancel it" (the reply always comes first),
+//!   against one long-lived service: `wheel` (this crate's service), `heap`
+//!   (a `Mutex<BinaryHeap>` + `Condvar` scheduler thread, which is what a
+//!   scheduled executor is) and `tokio` (a `Sleep` polled once so it really
+//!   enters the runtime's wheel, then dropped, from plain threads that entered
+//!   the runtime, as the seed's clients call from their own threads).
+//!   Throughput is per schedule+cancel pair.
+//! - `sleep`: one thread creating a `Sleep`, polling it once and dropping it,
+//!   `wheel` vs `tokio`.
+//!
+//! Run with `cargo bench -p wheel-bench --bench sync`.
+
+use std::cmp::Ordering as CmpOrdering;
+use std::collections::BinaryHeap;
+use std::future::Future;
+use std::hint::black_box;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Barrier, Condvar, Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Waker};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, BenchmarkId, Criterion, Throughput};
+use tokio::runtime::Runtime;
+use wheel_sync::TimerService;
+
+/// The request timeout: long enough that it never fires, being cancelled first.
+const TIMEOUT: Duration = Duration::from_secs(1);
+/// Client thread counts, as in the issue.
+const THREADS: [usize; 3] = [1, 2, 8];
+
+fn timeouts(c: &mut Criterion) {
+    let mut group = c.benchmark_group("timeouts");
+    group.throughput(Throughput::Elements(1));
+    for threads in THREADS {
+        let timers = TimerService::new();
+        bench_crew(&mut group, "wheel", threads, |n| {
+            for _ in 0..n {
+                let handle = timers
+                    .schedule(TIMEOUT, || {})
+                    .expect("an unlimited, running service admits every timer");
+                black_box(handle.cancel());
+            }
+        });
+        drop(timers);
+
+        let heap = HeapScheduler::new();
+        bench_crew(&mut group, "heap", threads, |n| {
+            for _ in 0..n {
+                heap.schedule(Instant::now() + TIMEOUT, || {}).cancel();
+            }
+        });
+        drop(heap);
+
+        let rt = tokio_runtime();
+        bench_crew(&mut group, "tokio", threads, |n| {
+            let _runtime = rt.enter();
+            let mut cx = Context::from_waker(Waker::noop());
+            for _ in 0..n {
+                // tokio registers a sleep with its driver on first poll, not on creation.
+                let mut sleep = pin!(tokio::time::sleep(TIMEOUT));
+                black_box(sleep.as_mut().poll(&mut cx).is_pending());
+            }
+        });
+        drop(rt);
+    }
+    group.finish();
+}
+
+fn sleep(c: &mut Criterion) {
+    let mut group = c.benchmark_group("sleep");
+    group.throughput(Throughput::Elements(1));
+    let timers = TimerService::new();
+    group.bench_function("wheel", |b| {
+        let mut cx = Context::from_waker(Waker::noop());
+        b.iter(|| {
+            let mut sleep = pin!(timers.sleep(TIMEOUT));
+            black_box(sleep.as_mut().poll(&mut cx).is_pending());
+        });
+    });
+    drop(timers);
+    let rt = tokio_runtime();
+    group.bench_function("tokio", |b| {
+        let _runtime = rt.enter();
+        let mut cx = Context::from_waker(Waker::noop());
+        b.iter(|| {
+            let mut sleep = pin!(tokio::time::sleep(TIMEOUT));
+            black_box(sleep.as_mut().poll(&mut cx).is_pending());
+        });
+    });
+    group.finish();
+}
+
+/// A default multi-thread runtime (one worker per core), as an application would build.
+fn tokio_runtime() -> Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_time()
+        .build()
+        .expect("the benchmark needs a tokio runtime")
+}
+
+/// Benchmarks `lane` as `name/threads`: `lane(n)` runs `n` operations, on
+/// each of `threads` client threads that live as long as the benchmark (as a
+/// client's do), so thread start-up and first-touch costs stay out of it.
+fn bench_crew(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    name: &str,
+    threads: usize,
+    lane: impl Fn(u64) + Sync,
+) {
+    let crew = Crew::new(threads);
+    thread::scope(|scope| {
+        for index in 0..threads {
+            let (crew, lane) = (&crew, &lane);
+            scope.spawn(move || crew.work(index, lane));
+        }
+        let _dismiss = Dismiss(&crew);
+        group.bench_with_input(BenchmarkId::new(name, threads), &threads, |b, _| {
+            b.iter_custom(|iters| crew.run(iters));
+        });
+    });
+}
+
+/// Client threads that start each run together.
+struct Crew {
+    threads: usize,
+    /// Operations in the coming run, split evenly; `u64::MAX` dismisses the crew.
+    iters: AtomicU64,
+    start_line: Barrier,
+    finish_line: Barrier,
+    /// A lane panicked: the run's time means nothing.
+    failed: AtomicBool,
+}
+
+impl Crew {
+    fn new(threads: usize) -> Self {
+        Self {
+            threads,
+            iters: AtomicU64::new(0),
+            start_line: Barrier::new(threads + 1),
+            finish_line: Barrier::new(threads + 1),
+            failed: AtomicBool::new(false),
+        }
+    }
+
+    /// Runs `iters` operations over the crew; returns the wall time from
+    /// the common start to the last finish.
+    fn run(&self, iters: u64) -> Duration {
+        self.iters.store(iters, Ordering::Relaxed);
+        self.start_line.wait();
+        let start = Instant::now();
+        self.finish_line.wait();
+        let elapsed = start.elapsed();
+        assert!(
+            !self.failed.load(Ordering::Relaxed),
+            "a client thread panicked"
+        );
+        elapsed
+    }
+
+    /// Client thread `index`: its share of each run until dismissed.
+    fn work(&self, index: usize, lane: &(impl Fn(u64) + Sync)) {
+        loop {
+            self.start_line.wait();
+            let iters = self.iters.load(Ordering::Relaxed);
+            if iters == u64::MAX {
+                return;
+            }
+            let (share, rest) = (iters / self.threads as u64, iters % self.threads as u64);
+            let n = share + u64::from((index as u64) < rest);
+            // Caught so that the other threads and the timer still meet at the finish line.
+            if catch_unwind(AssertUnwindSafe(|| lane(n))).is_err() {
+                self.failed.store(true, Ordering::Relaxed);
+            }
+            self.finish_line.wait();
+        }
+    }
+}
+
+/// Dismisses the crew however the benchmark ends, so that its scope can join it.
+struct Dismiss<'a>(&'a Crew);
+
+impl Drop for Dismiss<'_> {
+    fn drop(&mut self) {
+        self.0.iters.store(u64::MAX, Ordering::Relaxed);
+        self.0.start_line.wait();
+    }
+}
+
+/// The `heap` peer: a single-threaded scheduled executor. One thread waits on
+/// a `Condvar` until the earliest deadline in a `Mutex<BinaryHeap>` and takes
+/// due tasks one per lock (as `ScheduledThreadPoolExecutor`'s work queue
+/// does); cancel only sets a flag and the entry stays queued until its
+/// deadline (Java's default `setRemoveOnCancelPolicy(false)`).
+struct HeapScheduler {
+    shared: Arc<HeapShared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+struct HeapEntry {
+    deadline: Instant,
+    /// Equal deadlines run in schedule order.
+    seq: u64,
+    cancelled: Arc<AtomicBool>,
+    task: Box<dyn FnOnce() + Send>,
+}
+
+impl PartialEq for HeapEntry {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == CmpOrdering::Equal
+    }
+}
+
+impl Eq for HeapEntry {}
+
+impl PartialOrd for HeapEntry {
+    fn partial_cmp(&self, other: &Self) -> Option<CmpOrdering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for HeapEntry {
+    /// Reversed, so that `BinaryHeap`'s maximum is the earliest deadline.
+    fn cmp(&self, other: &Self) -> CmpOrdering {
+        (other.deadline, other.seq).cmp(&(self.deadline, self.seq))
+    }
+}
+
+#[derive(Default)]
+struct HeapQueue {
+    heap: BinaryHeap<HeapEntry>,
+    next_seq: u64,
+    shutdown: bool,
+}
+
+#[derive(Default)]
+struct HeapShared {
+    queue: Mutex<HeapQueue>,
+    /// Signalled when the earliest deadline changes, and on shutdown.
+    earliest_changed: Condvar,
+}
+
+impl HeapShared {
+    fn lock(&self) -> MutexGuard<'_, HeapQueue> {
+        // Tasks run outside the lock, so a poisoned queue is still consistent.
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Cancels a [`HeapScheduler`] task, lazily.
+struct HeapHandle(Arc<AtomicBool>);
+
+impl HeapHandle {
+    fn cancel(&self) {
+        self.0.store(true, Ordering::Release);
+    }
+}
+
+impl HeapScheduler {
+    fn new() -> Self {
+        let shared = Arc::new(HeapShared::default());
+        let scheduler = Arc::clone(&shared);
+        let thread = thread::Builder::new()
+            .name("heap-scheduler".into())
+            .spawn(move || run_heap(&scheduler))
+            .expect("the benchmark needs its scheduler thread");
+        Self {
+            shared,
+            thread: Some(thread),
+        }
+    }
+
+    fn schedule(&self, deadline: Instant, task: impl FnOnce() + Send + 'static) -> HeapHandle {
+        let cancelled = Arc::new(AtomicBool::new(false));
+        let mut queue = self.shared.lock();
+        let seq = queue.next_seq;
+        queue.next_seq += 1;
+        queue.heap.push(HeapEntry {
+            deadline,
+            seq,
+            cancelled: Arc::clone(&cancelled),
+            task: Box::new(task),
+        });
+        // Only a new earliest deadline shortens the scheduler's wait (the
+        // leader/follower rule): later ones need no wake-up.
+        let earliest = queue.heap.peek().is_some_and(|e| e.seq == seq);
+        drop(queue);
+        if earliest {
+            self.shared.earliest_changed.notify_one();
+        }
+        HeapHandle(cancelled)
+    }
+}
+
+impl Drop for HeapScheduler {
+    fn drop(&mut self) {
+        self.shared.lock().shutdown = true;
+        self.shared.earliest_changed.notify_one();
+        if let Some(thread) = self.thread.take() {
+            // Tasks here never panic; a join error would have nothing to add.
+            let _ = thread.join();
+        }
+    }
+}
+
+fn run_heap(shared: &HeapShared) {
+    let mut queue = shared.lock();
+    while !queue.shutdown {
+        let now = Instant::now();
+        let wait = match queue.heap.peek() {
+            Some(e) if e.deadline <= now => {
+                if let Some(entry) = queue.heap.pop() {
+                    drop(queue);
+                    if !entry.cancelled.load(Ordering::Acquire) {
+                        (entry.task)();
+                    }
+                    queue = shared.lock();
+                }
+                continue;
+            }
+            Some(e) => Some(e.deadline - now),
+            None => None,
+        };
+        let cv = &shared.earliest_changed;
+        queue = match wait {
+            Some(timeout) => match cv.wait_timeout(queue, timeout) {
+                Ok((q, _)) => q,
+                Err(poisoned) => poisoned.into_inner().0,
+            },
+            None => cv.wait(queue).unwrap_or_else(PoisonError::into_inner),
+        };
+    }
+}
+
+// By hand rather than `criterion_group!`, whose generated `pub fn` has no docs.
+fn main() {
+    // 11 benchmarks at about 8 s each keep a full run near two minutes. The
+    // warm-up outlasts TIMEOUT, so the peers that keep cancelled timers
+    // until their deadline are measured with a full backlog.
+    let mut c = Criterion::default()
+        .sample_size(20)
+        .warm_up_time(Duration::from_secs(2))
+        .measurement_time(Duration::from_secs(5))
+        .configure_from_args();
+    timeouts(&mut c);
+    sleep(&mut c);
+    c.final_summary();
+}

@@ -1,0 +1,94 @@
+//! The parent's side of a child run: re-execute this binary with `__child`,
+//! read its [`Outcome`] from stdout, and reap it with `wait4(2)` so the CPU
+//! time and peak RSS are the OS's own accounting of that child alone.
+
+use core::fmt;
+use std::io::{self, Read};
+use std::process::{Command, Stdio};
+
+use super::args::{child_args, Experiment};
+use super::impls::Impl;
+use super::outcome::Outcome;
+use super::RunError;
+
+/// A child's result with the OS's accounting.
+#[derive(Clone, Debug)]
+pub struct Measured {
+    /// What the child reported.
+    pub outcome: Outcome,
+    /// User + system CPU seconds of the child and all its threads.
+    pub cpu_s: f64,
+    /// Peak resident set size.
+    pub peak_rss_kib: u64,
+}
+
+/// How a child ended, when it did not exit with 0.
+#[derive(Debug)]
+pub enum ChildFailure {
+    /// It exited with this code.
+    Exited(i32),
+    /// It was killed by this signal (9 is often the OOM killer).
+    Signalled(i32),
+}
+
+impl fmt::Display for ChildFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ChildFailure::Exited(code) => write!(f, "child exited with code {code}"),
+            ChildFailure::Signalled(sig) => write!(f, "child was killed by signal {sig}"),
+        }
+    }
+}
+
+/// Runs `imp` through `experiment` in a fresh child process.
+pub fn measure(experiment: &Experiment, imp: Impl, progress: bool) -> Result<Measured, RunError> {
+    let mut child = Command::new(std::env::current_exe()?)
+        .args(child_args(experiment, imp, progress))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()?;
+    let mut stdout = String::new();
+    if let Some(mut out) = child.stdout.take() {
+        out.read_to_string(&mut stdout)?;
+    }
+    // Reaped here rather than by `Child::wait`, which would drop the rusage.
+    let (status, usage) = wait4(child.id())?;
+    if libc::WIFSIGNALED(status) {
+        return Err(RunError::Child(ChildFailure::Signalled(libc::WTERMSIG(
+            status,
+        ))));
+    }
+    let code = libc::WEXITSTATUS(status);
+    if code != 0 {
+        return Err(RunError::Child(ChildFailure::Exited(code)));
+    }
+    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    Ok(Measured {
+        outcome: Outcome::decode(&stdout)?,
+        cpu_s: seconds(usage.ru_utime) + seconds(usage.ru_stime),
+        // Linux reports ru_maxrss in KiB.
+        peak_rss_kib: u64::try_from(usage.ru_maxrss).unwrap_or(0),
+    })
+}
+
+/// Waits for child `pid` to end; returns its wait status and resource usage.
+fn wait4(pid: u32) -> io::Result<(libc::c_int, libc::rusage)> {
+    let pid = libc::pid_t::try_from(pid).map_err(io::Error::other)?;
+    let mut status: libc::c_int = 0;
+    // SAFETY: `rusage` is plain integers and `timeval`s, for which all-zero
+    // bytes are a valid value.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: `pid` is our own child, not yet reaped (its `Child` is never
+        // waited on); `status` and `usage` are live locals valid for writes.
+        let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        if reaped == pid {
+            return Ok((status, usage));
+        }
+        let err = io::Error::last_os_error();
+        if err.kind() != io::ErrorKind::Interrupted {
+            return Err(err);
+        }
+    }
+}

@@ -1,0 +1,283 @@
+//! Seed 000 inside a child: schedule N timers with random delays as fast as
+//! possible, wait for the last, and report what the [`Recorder`] saw.
+//!
+//! Every implementation gets the same deadlines and an "at" API, so lateness
+//! is measured against the exact deadline the timer was given.
+
+use std::future::poll_fn;
+use std::io;
+use std::time::Duration;
+
+use tokio_util::time::DelayQueue;
+use wheel_sync::TimerService;
+
+use super::args::DelayArgs;
+use super::heap::HeapScheduler;
+use super::impls::Impl;
+use super::outcome::DelayOutcome;
+use super::progress::ProgressLine;
+use super::recorder::Recorder;
+use super::RunError;
+
+/// Room past the longest delay for slow implementations to finish.
+const SLACK: Duration = Duration::from_secs(60);
+/// Deadlines are taken from a clock read this often, not once per timer, so
+/// that reading the clock does not slow scheduling down; a timer's deadline is
+/// then up to this many schedule calls earlier than "now + delay".
+const CLOCK_EVERY: u32 = 64;
+
+/// Runs `imp` through the experiment in this process.
+pub fn run(args: &DelayArgs, imp: Impl, progress: bool) -> Result<DelayOutcome, RunError> {
+    match imp {
+        Impl::Tokio => tokio_tasks(args, progress),
+        Impl::DelayQueue => delay_queue(args, progress),
+        Impl::Heap => heap(args, progress),
+        Impl::Wheel => wheel(args, progress),
+        Impl::WheelAsync => wheel_tasks(args, progress),
+    }
+}
+
+fn wheel(args: &DelayArgs, progress: bool) -> Result<DelayOutcome, RunError> {
+    let service = TimerService::builder().build()?;
+    let mut run = Run::start(args, Impl::Wheel, progress)?;
+    let rec = run.rec;
+    for d in run.draws() {
+        service.schedule_at(rec.at(d), move || rec.fire(d))?;
+    }
+    run.scheduled();
+    Ok(run.finish())
+}
+
+fn wheel_tasks(args: &DelayArgs, progress: bool) -> Result<DelayOutcome, RunError> {
+    // Leaked so each task borrows it, as each tokio task borrows its runtime's driver.
+    let service: &'static TimerService = Box::leak(Box::new(TimerService::builder().build()?));
+    let rt = tokio::runtime::Builder::new_multi_thread().build()?;
+    let mut run = Run::start(args, Impl::WheelAsync, progress)?;
+    let rec = run.rec;
+    let draws = run.draws();
+    let spawner = rt.spawn(async move {
+        for d in draws {
+            tokio::spawn(async move {
+                service.sleep_until(rec.at(d)).await;
+                rec.fire(d);
+            });
+        }
+    });
+    rt.block_on(spawner)?;
+    run.scheduled();
+    Ok(run.finish())
+}
+
+fn heap(args: &DelayArgs, progress: bool) -> Result<DelayOutcome, RunError> {
+    let heap = HeapScheduler::new()?;
+    let mut run = Run::start(args, Impl::Heap, progress)?;
+    let rec = run.rec;
+    for d in run.draws() {
+        heap.schedule_at(rec.at(d), move || rec.fire(d));
+    }
+    run.scheduled();
+    Ok(run.finish())
+}
+
+fn tokio_tasks(args: &DelayArgs, progress: bool) -> Result<DelayOutcome, RunError> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_time()
+        .build()?;
+    let mut run = Run::start(args, Impl::Tokio, progress)?;
+    let rec = run.rec;
+    let draws = run.draws();
+    // Spawned from a worker, as the seed's tasks spawn theirs.
+    let spawner = rt.spawn(async move {
+        for d in draws {
+            tokio::spawn(async move {
+                tokio::time::sleep_until(rec.at(d).into()).await;
+                rec.fire(d);
+            });
+        }
+    });
+    rt.block_on(spawner)?;
+    run.scheduled();
+    Ok(run.finish())
+}
+
+fn delay_queue(args: &DelayArgs, progress: bool) -> Result<DelayOutcome, RunError> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()?;
+    let mut run = Run::start(args, Impl::DelayQueue, progress)?;
+    let rec = run.rec;
+    let mut queue = DelayQueue::with_capacity(usize::try_from(args.timers).unwrap_or(0));
+    {
+        let _runtime = rt.enter();
+        for d in run.draws() {
+            queue.insert_at(d, rec.at(d).into());
+        }
+    }
+    run.scheduled();
+    rt.block_on(async {
+        while let Some(expired) = poll_fn(|cx| queue.poll_expired(cx)).await {
+            rec.fire(expired.into_inner());
+        }
+    });
+    Ok(run.finish())
+}
+
+/// One run in progress: the recorder, the memory baseline, the progress line.
+struct Run {
+    rec: &'static Recorder,
+    args: DelayArgs,
+    baseline_rss_kib: u64,
+    sched_ns: u64,
+    _progress: ProgressLine,
+}
+
+impl Run {
+    /// Starts the clock; call once the implementation is set up, so the
+    /// baseline memory holds everything but the timers.
+    fn start(args: &DelayArgs, imp: Impl, progress: bool) -> io::Result<Run> {
+        let baseline_rss_kib = rss_kib()?;
+        let horizon = Duration::from_millis(args.max_ms) + SLACK;
+        // Leaked: the callbacks need it for as long as the child lives, and
+        // a `'static` reference keeps each closure at two words.
+        let rec: &'static Recorder = Box::leak(Box::new(Recorder::new(args.timers, horizon)));
+        let total = args.timers;
+        let line = ProgressLine::start(progress, format!("delay {imp:<11}"), move || {
+            format!("fired {:>9} / {total}", rec.fired())
+        });
+        Ok(Run {
+            rec,
+            args: args.clone(),
+            baseline_rss_kib,
+            sched_ns: 0,
+            _progress: line,
+        })
+    }
+
+    /// The deadlines to schedule, as nanoseconds after start.
+    fn draws(&self) -> Draws {
+        Draws {
+            rec: self.rec,
+            rng: SplitMix64(self.args.seed),
+            left: self.args.timers,
+            min_us: self.args.min_ms * 1000,
+            span_us: (self.args.max_ms - self.args.min_ms) * 1000 + 1,
+            base_ns: 0,
+            until_clock: 0,
+        }
+    }
+
+    /// Marks the end of scheduling.
+    fn scheduled(&mut self) {
+        self.sched_ns = self.rec.elapsed_ns();
+    }
+
+    /// Waits for the last timer.
+    fn finish(self) -> DelayOutcome {
+        self.rec.wait();
+        DelayOutcome {
+            recorded: self.rec.recorded(),
+            sched_ns: self.sched_ns,
+            baseline_rss_kib: self.baseline_rss_kib,
+        }
+    }
+}
+
+/// Deadlines `now + uniform[min, max]` in microsecond steps, in nanoseconds
+/// after the run's start.
+struct Draws {
+    rec: &'static Recorder,
+    rng: SplitMix64,
+    left: u64,
+    min_us: u64,
+    span_us: u64,
+    base_ns: u64,
+    until_clock: u32,
+}
+
+impl Iterator for Draws {
+    type Item = u64;
+
+    fn next(&mut self) -> Option<u64> {
+        self.left = self.left.checked_sub(1)?;
+        if self.until_clock == 0 {
+            self.base_ns = self.rec.elapsed_ns();
+            self.until_clock = CLOCK_EVERY;
+        }
+        self.until_clock -= 1;
+        let delay_us = self.min_us + self.rng.below(self.span_us);
+        Some(self.base_ns + delay_us * 1000)
+    }
+}
+
+/// A tiny deterministic generator, so every implementation and every run
+/// sees the same delays for one `--seed`.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (Lemire's multiply-shift; the bias is below 2^-40 for
+    /// the spans used here).
+    fn below(&mut self, n: u64) -> u64 {
+        ((u128::from(self.next()) * u128::from(n)) >> 64) as u64
+    }
+}
+
+/// This process's resident set size, from `/proc/self/status`.
+fn rss_kib() -> io::Result<u64> {
+    let status = std::fs::read_to_string("/proc/self/status")?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .ok_or_else(|| io::Error::other("no VmRSS line in /proc/self/status"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn draws_stay_in_range() {
+        let args = DelayArgs {
+            timers: 10_000,
+            min_ms: 5,
+            max_ms: 7,
+            seed: 1,
+        };
+        let run = Run::start(&args, Impl::Heap, false).unwrap();
+        let draws: Vec<u64> = run.draws().collect();
+        let elapsed = run.rec.elapsed_ns();
+        assert_eq!(draws.len(), 10_000);
+        for &d in &draws {
+            assert!((5_000_000..=elapsed + 7_000_000).contains(&d), "{d}");
+        }
+    }
+
+    #[test]
+    fn generator_repeats_per_seed_and_is_uniform() {
+        let a: Vec<u64> = (0..10_000)
+            .scan(SplitMix64(7), |r, _| Some(r.below(10)))
+            .collect();
+        let b: Vec<u64> = (0..10_000)
+            .scan(SplitMix64(7), |r, _| Some(r.below(10)))
+            .collect();
+        assert_eq!(a, b);
+        for v in 0..10 {
+            let n = a.iter().filter(|&&x| x == v).count();
+            assert!((800..1200).contains(&n), "{v} drawn {n} times of 10000");
+        }
+        assert!(a.iter().all(|&x| x < 10));
+    }
+
+    #[test]
+    fn rss_is_read() {
+        assert!(rss_kib().unwrap() > 0);
+    }
+}

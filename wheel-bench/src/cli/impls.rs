@@ -1,0 +1,67 @@
+//! The implementations every experiment compares, and their command-line names.
+
+use core::fmt;
+
+/// One timer implementation under test; each runs in its own child process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Impl {
+    /// `wheel-sync` callbacks.
+    Wheel,
+    /// Tasks awaiting `wheel-sync`'s `Sleep` on a tokio multi-thread runtime.
+    WheelAsync,
+    /// Tasks awaiting `tokio::time::sleep`.
+    Tokio,
+    /// One task draining a `tokio_util::time::DelayQueue`.
+    DelayQueue,
+    /// A `Mutex<BinaryHeap>` + `Condvar` scheduler thread.
+    Heap,
+}
+
+impl Impl {
+    /// Every implementation, in the order the tables list them.
+    pub const ALL: [Impl; 5] = [
+        Impl::Wheel,
+        Impl::WheelAsync,
+        Impl::Tokio,
+        Impl::DelayQueue,
+        Impl::Heap,
+    ];
+
+    /// The name used by `--impls` and in every output.
+    pub fn name(self) -> &'static str {
+        match self {
+            Impl::Wheel => "wheel",
+            Impl::WheelAsync => "wheel-async",
+            Impl::Tokio => "tokio",
+            Impl::DelayQueue => "delayqueue",
+            Impl::Heap => "heap",
+        }
+    }
+
+    /// Parses a name as written by [`Impl::name`].
+    pub fn from_name(name: &str) -> Option<Impl> {
+        Impl::ALL.into_iter().find(|i| i.name() == name)
+    }
+}
+
+impl fmt::Display for Impl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // `pad`, so `{:<11}` aligns names in progress lines.
+        f.pad(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for imp in Impl::ALL {
+            assert_eq!(Impl::from_name(imp.name()), Some(imp));
+        }
+        assert_eq!(Impl::from_name("Wheel"), None);
+        assert_eq!(Impl::from_name(""), None);
+        assert_eq!(format!("[{:<6}]", Impl::Heap), "[heap  ]");
+    }
+}

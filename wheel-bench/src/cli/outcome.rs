@@ -1,0 +1,205 @@
+//! What a child reports to its parent on stdout, and the plain-text lines that
+//! carry it: a header, `key value...` lines, and `end`. CPU time and peak RSS
+//! are not here: the parent takes them from the OS when it reaps the child.
+
+use core::fmt;
+use std::collections::HashMap;
+
+use super::recorder::{Lateness, Recorded};
+
+const HEADER: &str = "wheel-bench-outcome";
+
+/// One child's result.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outcome {
+    /// A `delay` run.
+    Delay(DelayOutcome),
+    /// A `timeouts` run.
+    Timeouts(TimeoutsOutcome),
+}
+
+/// A `delay` run as the child saw it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DelayOutcome {
+    /// Lateness, fire times, wall time.
+    pub recorded: Recorded,
+    /// How long scheduling all timers took.
+    pub sched_ns: u64,
+    /// RSS just before scheduling, to tell what the timers cost.
+    pub baseline_rss_kib: u64,
+}
+
+/// A `timeouts` run as the child saw it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TimeoutsOutcome {
+    /// schedule + cancel pairs done by all threads.
+    pub ops: u64,
+    /// From the threads' start to their stop.
+    pub elapsed_ns: u64,
+}
+
+/// Child output the parent cannot read.
+#[derive(Debug, PartialEq)]
+pub enum OutcomeError {
+    /// No header line: the child printed nothing it meant as a result.
+    NoOutcome,
+    /// A line that is not `key value...` with the expected value.
+    Malformed(String),
+    /// A required key is absent.
+    Missing(&'static str),
+}
+
+impl fmt::Display for OutcomeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OutcomeError::NoOutcome => write!(f, "the child printed no result"),
+            OutcomeError::Malformed(line) => write!(f, "unreadable result line `{line}`"),
+            OutcomeError::Missing(key) => write!(f, "the child's result lacks `{key}`"),
+        }
+    }
+}
+
+impl std::error::Error for OutcomeError {}
+
+impl Outcome {
+    /// The lines a child prints.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        let mut line = |key: &str, value: &dyn fmt::Display| {
+            out.push_str(&format!("{key} {value}\n"));
+        };
+        match self {
+            Outcome::Delay(d) => {
+                line(HEADER, &"delay");
+                line("wall_ns", &d.recorded.wall_ns);
+                line("early", &d.recorded.early);
+                line("sched_ns", &d.sched_ns);
+                line("baseline_rss_kib", &d.baseline_rss_kib);
+                line("max_late_ns", &d.recorded.lateness.max_ns);
+                let sparse: Vec<String> = (d.recorded.lateness.counts.iter().enumerate())
+                    .filter(|(_, &c)| c > 0)
+                    .map(|(i, c)| format!("{i}:{c}"))
+                    .collect();
+                line("lateness", &sparse.join(" "));
+                let slots: Vec<String> = d.recorded.per_slot.iter().map(u32::to_string).collect();
+                line("per_slot", &slots.join(" "));
+            }
+            Outcome::Timeouts(t) => {
+                line(HEADER, &"timeouts");
+                line("ops", &t.ops);
+                line("elapsed_ns", &t.elapsed_ns);
+            }
+        }
+        out.push_str("end\n");
+        out
+    }
+
+    /// Reads what [`Outcome::encode`] wrote, ignoring any lines before it.
+    pub fn decode(text: &str) -> Result<Outcome, OutcomeError> {
+        let mut lines = text.lines().skip_while(|l| !l.starts_with(HEADER));
+        let header = lines.next().ok_or(OutcomeError::NoOutcome)?;
+        let mut fields = HashMap::new();
+        for l in lines.take_while(|&l| l != "end") {
+            let (key, value) = l.split_once(' ').unwrap_or((l, ""));
+            fields.insert(key, value);
+        }
+        let get = |key: &'static str| fields.get(key).copied().ok_or(OutcomeError::Missing(key));
+        let int = |key: &'static str| -> Result<u64, OutcomeError> {
+            let v = get(key)?;
+            v.parse()
+                .map_err(|_| OutcomeError::Malformed(format!("{key} {v}")))
+        };
+        match header.strip_prefix(HEADER).map(str::trim) {
+            Some("delay") => {
+                let mut counts = Vec::new();
+                for pair in get("lateness")?.split_whitespace() {
+                    let parsed = pair
+                        .split_once(':')
+                        .and_then(|(i, c)| Some((i.parse::<usize>().ok()?, c.parse().ok()?)));
+                    let Some((i, c)) = parsed.filter(|&(i, _)| i < super::recorder::BUCKETS) else {
+                        return Err(OutcomeError::Malformed(format!("lateness {pair}")));
+                    };
+                    if counts.len() <= i {
+                        counts.resize(i + 1, 0);
+                    }
+                    counts[i] = c;
+                }
+                let per_slot = get("per_slot")?
+                    .split_whitespace()
+                    .map(|s| {
+                        s.parse()
+                            .map_err(|_| OutcomeError::Malformed(format!("per_slot {s}")))
+                    })
+                    .collect::<Result<_, _>>()?;
+                Ok(Outcome::Delay(DelayOutcome {
+                    recorded: Recorded {
+                        wall_ns: int("wall_ns")?,
+                        early: int("early")?,
+                        lateness: Lateness {
+                            counts,
+                            max_ns: int("max_late_ns")?,
+                        },
+                        per_slot,
+                    },
+                    sched_ns: int("sched_ns")?,
+                    baseline_rss_kib: int("baseline_rss_kib")?,
+                }))
+            }
+            Some("timeouts") => Ok(Outcome::Timeouts(TimeoutsOutcome {
+                ops: int("ops")?,
+                elapsed_ns: int("elapsed_ns")?,
+            })),
+            _ => Err(OutcomeError::Malformed(header.to_owned())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delay_round_trips() {
+        let mut counts = vec![0; 70];
+        counts[3] = 5;
+        counts[69] = 1;
+        let outcome = Outcome::Delay(DelayOutcome {
+            recorded: Recorded {
+                wall_ns: 15_000_000_123,
+                early: 2,
+                lateness: Lateness { counts, max_ns: 99 },
+                per_slot: vec![0, 7, 0, 3],
+            },
+            sched_ns: 42,
+            baseline_rss_kib: 4096,
+        });
+        let text = format!("noise before\n{}", outcome.encode());
+        assert_eq!(Outcome::decode(&text), Ok(outcome));
+    }
+
+    #[test]
+    fn timeouts_round_trip() {
+        let outcome = Outcome::Timeouts(TimeoutsOutcome {
+            ops: 123,
+            elapsed_ns: 456,
+        });
+        assert_eq!(Outcome::decode(&outcome.encode()), Ok(outcome));
+    }
+
+    #[test]
+    fn bad_output_is_an_error() {
+        assert_eq!(Outcome::decode(""), Err(OutcomeError::NoOutcome));
+        assert_eq!(
+            Outcome::decode("wheel-bench-outcome timeouts\nops 1\nend\n"),
+            Err(OutcomeError::Missing("elapsed_ns"))
+        );
+        assert!(matches!(
+            Outcome::decode("wheel-bench-outcome timeouts\nops x\nelapsed_ns 1\n"),
+            Err(OutcomeError::Malformed(_))
+        ));
+        assert!(matches!(
+            Outcome::decode("wheel-bench-outcome sleep\nend\n"),
+            Err(OutcomeError::Malformed(_))
+        ));
+    }
+}

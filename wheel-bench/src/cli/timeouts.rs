@@ -1,0 +1,179 @@
+//! Seed 001 inside a child: each thread loops schedule(1 s) + cancel, as a
+//! client does around every request, until the time is up.
+
+use std::future::Future;
+use std::pin::pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Barrier};
+use std::task::{Context, Waker};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use tokio_util::time::DelayQueue;
+use wheel_sync::TimerService;
+
+use super::args::TimeoutsArgs;
+use super::heap::HeapScheduler;
+use super::impls::Impl;
+use super::outcome::TimeoutsOutcome;
+use super::progress::ProgressLine;
+use super::RunError;
+
+/// The timeout every request schedules; it never fires, being cancelled first.
+const TIMEOUT: Duration = Duration::from_secs(1);
+/// Operations between two looks at the stop flag.
+const BATCH: u64 = 256;
+
+/// Runs `imp` with `args.threads[0]` threads in this process.
+pub fn run(args: &TimeoutsArgs, imp: Impl, progress: bool) -> Result<TimeoutsOutcome, RunError> {
+    let threads = args.threads.first().copied().unwrap_or(1);
+    let bench = Bench {
+        threads,
+        secs: args.secs,
+        label: format!("timeouts {imp:<11} x{threads:<3}"),
+        progress,
+    };
+    match imp {
+        Impl::Heap => {
+            let heap = HeapScheduler::new()?;
+            bench.drive(|lane| {
+                lane.count(|| {
+                    heap.schedule_cancellable(Instant::now() + TIMEOUT, || {})
+                        .cancel();
+                    Ok(())
+                })
+            })
+        }
+        Impl::Tokio => {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .enable_time()
+                .build()?;
+            bench.drive(|lane| {
+                let _runtime = rt.enter();
+                let mut cx = Context::from_waker(Waker::noop());
+                lane.count(|| {
+                    // Polled once so the entry really goes into the driver's wheel.
+                    let mut sleep = pin!(tokio::time::sleep(TIMEOUT));
+                    let _ = sleep.as_mut().poll(&mut cx);
+                    Ok(())
+                })
+            })
+        }
+        Impl::DelayQueue => {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .enable_time()
+                .build()?;
+            bench.drive(|lane| {
+                let _runtime = rt.enter();
+                let mut cx = Context::from_waker(Waker::noop());
+                // One queue per thread, as each connection task would own one.
+                let mut queue = DelayQueue::new();
+                lane.count(|| {
+                    let key = queue.insert((), TIMEOUT);
+                    // The owning task polls it while it waits for the reply.
+                    let _ = queue.poll_expired(&mut cx);
+                    queue.remove(&key);
+                    Ok(())
+                })
+            })
+        }
+        Impl::Wheel => {
+            let service = TimerService::builder().build()?;
+            bench.drive(|lane| {
+                lane.count(|| {
+                    service.schedule(TIMEOUT, || {})?.cancel();
+                    Ok(())
+                })
+            })
+        }
+        Impl::WheelAsync => {
+            let service = TimerService::builder().build()?;
+            bench.drive(|lane| {
+                let mut cx = Context::from_waker(Waker::noop());
+                lane.count(|| {
+                    // Polled once, as tokio's is, though it registers on creation.
+                    let mut sleep = pin!(service.sleep(TIMEOUT));
+                    let _ = sleep.as_mut().poll(&mut cx);
+                    Ok(())
+                })
+            })
+        }
+    }
+}
+
+struct Bench {
+    threads: usize,
+    secs: f64,
+    label: String,
+    progress: bool,
+}
+
+impl Bench {
+    /// Runs `body` on every thread at once for `secs`; `body` returns its
+    /// operation count.
+    fn drive<F>(self, body: F) -> Result<TimeoutsOutcome, RunError>
+    where
+        F: Fn(&Lane<'_>) -> Result<u64, RunError> + Sync,
+    {
+        let stop = AtomicBool::new(false);
+        let published: Arc<Vec<Published>> =
+            Arc::new((0..self.threads).map(|_| Published::default()).collect());
+        let counts = Arc::clone(&published);
+        let _line = ProgressLine::start(self.progress, self.label, move || {
+            let ops: u64 = counts.iter().map(|p| p.0.load(Ordering::Relaxed)).sum();
+            format!("ops {ops:>12}")
+        });
+        let start_line = Barrier::new(self.threads + 1);
+        thread::scope(|scope| {
+            let workers: Vec<_> = (published.iter())
+                .map(|slot| {
+                    let lane = Lane {
+                        stop: &stop,
+                        published: &slot.0,
+                    };
+                    let (body, start_line) = (&body, &start_line);
+                    scope.spawn(move || {
+                        start_line.wait();
+                        body(&lane)
+                    })
+                })
+                .collect();
+            start_line.wait();
+            let start = Instant::now();
+            thread::sleep(Duration::from_secs_f64(self.secs));
+            stop.store(true, Ordering::Relaxed);
+            let elapsed_ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            let mut ops = 0;
+            for worker in workers {
+                ops += worker.join().map_err(|_| RunError::Panicked)??;
+            }
+            Ok(TimeoutsOutcome { ops, elapsed_ns })
+        })
+    }
+}
+
+/// One thread's view: when to stop and where to publish its count.
+struct Lane<'a> {
+    stop: &'a AtomicBool,
+    published: &'a AtomicU64,
+}
+
+impl Lane<'_> {
+    /// Repeats `op` until stopped; returns how many times it ran.
+    fn count(&self, mut op: impl FnMut() -> Result<(), RunError>) -> Result<u64, RunError> {
+        let mut ops = 0;
+        while !self.stop.load(Ordering::Relaxed) {
+            for _ in 0..BATCH {
+                op()?;
+            }
+            ops += BATCH;
+            self.published.store(ops, Ordering::Relaxed);
+        }
+        Ok(ops)
+    }
+}
+
+/// A count on a cache line of its own, so threads publishing do not contend.
+#[derive(Default)]
+#[repr(align(128))]
+struct Published(AtomicU64);
