@@ -4,11 +4,11 @@
 use core::fmt;
 
 use crate::level::{Geometry, Level};
-use crate::slab::{Node, Slab, Storage, TimerId, NIL};
+use crate::slab::{Link, Slab, Storage, TimerId, NIL};
+use crate::ArrayStorage;
 use crate::Full;
 #[cfg(feature = "alloc")]
 use crate::VecStorage;
-use crate::ArrayStorage;
 
 /// A timer that came due, as yielded by [`advance`](TimerWheel::advance) and
 /// [`drain`](TimerWheel::drain).
@@ -298,13 +298,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     /// ```
     #[inline]
     pub fn try_insert(&mut self, deadline: u64, value: T) -> Result<TimerId, Full<T>> {
-        let node = Node {
-            deadline,
-            prev: NIL,
-            next: NIL,
-            value,
-        };
-        let id = self.slab.insert(node).map_err(Full)?;
+        let id = self.slab.insert(deadline, value).map_err(Full)?;
         self.link(id.index, deadline);
         Ok(id)
     }
@@ -323,7 +317,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     pub fn cancel(&mut self, id: TimerId) -> Option<T> {
         let index = self.slab.index_of(id)?;
         self.unlink(index);
-        Some(self.slab.remove(index).1.value)
+        Some(self.slab.remove(index).2)
     }
 
     /// Moves a pending timer to a new deadline (≤ [`now`](Self::now): due at
@@ -343,7 +337,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
             return false;
         };
         self.unlink(index);
-        self.slab.node_mut(index).deadline = deadline;
+        self.slab.link_mut(index).deadline = deadline;
         self.link(index, deadline);
         true
     }
@@ -359,7 +353,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     #[inline]
     pub fn deadline(&self, id: TimerId) -> Option<u64> {
         let index = self.slab.index_of(id)?;
-        Some(self.slab.node(index).deadline)
+        Some(self.slab.link(index).deadline)
     }
 
     /// A pending timer's value; `None` if `id` is stale.
@@ -373,7 +367,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     #[inline]
     pub fn get(&self, id: TimerId) -> Option<&T> {
         let index = self.slab.index_of(id)?;
-        Some(&self.slab.node(index).value)
+        Some(self.slab.value(index))
     }
 
     /// A pending timer's value, mutably; `None` if `id` is stale.
@@ -388,7 +382,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     #[inline]
     pub fn get_mut(&mut self, id: TimerId) -> Option<&mut T> {
         let index = self.slab.index_of(id)?;
-        Some(&mut self.slab.node_mut(index).value)
+        Some(self.slab.value_mut(index))
     }
 
     /// Moves the clock to `max(now, self.now())` and yields every timer with
@@ -526,7 +520,12 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
                 linked += self.validate_list(head, Some((level, slot)));
             }
         }
-        assert_eq!(linked, self.len(), "lists hold {linked}, len is {}", self.len());
+        assert_eq!(
+            linked,
+            self.len(),
+            "lists hold {linked}, len is {}",
+            self.len()
+        );
         assert_eq!(
             self.slab.free_count() + self.len(),
             self.slab.entries_len(),
@@ -540,7 +539,11 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
         let mut prev = NIL;
         let mut index = head;
         while index != NIL {
-            let node = self.slab.node(index);
+            assert!(
+                self.slab.is_occupied(index as usize),
+                "entry {index} is linked but vacant"
+            );
+            let node = self.slab.link(index);
             assert_eq!(node.prev, prev, "entry {index}: prev link broken");
             assert_eq!(
                 self.place_of(node.deadline),
@@ -597,27 +600,27 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
             }
         };
         let old = core::mem::replace(head, index);
-        let node = self.slab.node_mut(index);
-        node.prev = NIL;
-        node.next = old;
+        let link = self.slab.link_mut(index);
+        link.prev = NIL;
+        link.next = old;
         if old != NIL {
-            self.slab.node_mut(old).prev = index;
+            self.slab.link_mut(old).prev = index;
         }
     }
 
     /// Takes a live entry out of whatever list holds it.
     #[inline(always)]
     fn unlink(&mut self, index: u32) {
-        let node = self.slab.node(index);
-        let (prev, next, deadline) = (node.prev, node.next, node.deadline);
+        let link = *self.slab.link(index);
+        let (prev, next) = (link.prev, link.next);
         if next != NIL {
-            self.slab.node_mut(next).prev = prev;
+            self.slab.link_mut(next).prev = prev;
         }
         if prev != NIL {
-            self.slab.node_mut(prev).next = next;
+            self.slab.link_mut(prev).next = next;
             return;
         }
-        match self.place_of(deadline) {
+        match self.place_of(link.deadline) {
             None => self.due_head = next,
             Some((level, slot)) => {
                 let lvl = &mut self.levels[level];
@@ -639,16 +642,16 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
         if index == NIL {
             return None;
         }
-        let next = self.slab.node(index).next;
+        let next = self.slab.link(index).next;
         self.due_head = next;
         if next != NIL {
-            self.slab.node_mut(next).prev = NIL;
+            self.slab.link_mut(next).prev = NIL;
         }
-        let (id, node) = self.slab.remove(index);
+        let (id, deadline, value) = self.slab.remove(index);
         Some(Expired {
             id,
-            deadline: node.deadline,
-            value: node.value,
+            deadline,
+            value,
         })
     }
 
@@ -679,8 +682,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
         }
         let mut index = head;
         while index != NIL {
-            let node = self.slab.node(index);
-            let (next, deadline) = (node.next, node.deadline);
+            let Link { next, deadline, .. } = *self.slab.link(index);
             self.link(index, deadline);
             index = next;
         }
@@ -781,12 +783,12 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> Iterator
         while self.index < self.wheel.slab.entries_len() {
             let index = self.index;
             self.index += 1;
-            if self.wheel.slab.try_node(index).is_some() {
-                let (id, node) = self.wheel.slab.remove(index as u32);
+            if self.wheel.slab.is_occupied(index) {
+                let (id, deadline, value) = self.wheel.slab.remove(index as u32);
                 return Some(Expired {
                     id,
-                    deadline: node.deadline,
-                    value: node.value,
+                    deadline,
+                    value,
                 });
             }
         }
