@@ -85,6 +85,7 @@
 //! - `alloc` (default): [`Wheel`] and [`VecStorage`]. Without it the crate
 //!   needs neither `std` nor an allocator.
 #![no_std]
+#![forbid(unsafe_code)]
 #![warn(clippy::std_instead_of_core, clippy::alloc_instead_of_core)]
 
 #[cfg(feature = "alloc")]

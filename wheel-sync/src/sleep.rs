@@ -301,3 +301,47 @@ impl<F: fmt::Debug> fmt::Debug for Timeout<F> {
             .finish()
     }
 }
+
+// The one `unsafe` outside the queue is `Timeout`'s pin projection: these run
+// it under miri (`cargo +nightly miri test -p wheel-sync --lib`).
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use core::future::Future;
+    use core::pin::pin;
+    use core::task::{Context, Poll, Waker};
+    use std::time::Duration;
+
+    use crate::TimerService;
+
+    const HOUR: Duration = Duration::from_secs(3600);
+
+    #[test]
+    fn timeout_projects_a_pinned_inner_future() {
+        let timers = TimerService::new();
+        let mut cx = Context::from_waker(Waker::noop());
+        // An async block that borrows across an await is !Unpin.
+        let inner = async {
+            let local = [1_u8, 2, 3];
+            let borrowed = &local;
+            core::future::ready(()).await;
+            borrowed.iter().map(|&b| u32::from(b)).sum::<u32>()
+        };
+        let mut timeout = pin!(timers.timeout(HOUR, inner));
+        assert_eq!(timeout.as_mut().poll(&mut cx), Poll::Ready(Ok(6)));
+        assert_eq!(
+            timers.pending(),
+            1,
+            "the timer lives until the Timeout drops"
+        );
+    }
+
+    #[test]
+    fn timeout_polls_its_sleep_while_the_future_waits() {
+        let timers = TimerService::new();
+        let mut cx = Context::from_waker(Waker::noop());
+        let mut timeout = pin!(timers.timeout(HOUR, core::future::pending::<()>()));
+        assert!(timeout.as_mut().poll(&mut cx).is_pending());
+        assert!(timeout.as_mut().poll(&mut cx).is_pending());
+        assert_eq!(timers.pending(), 1);
+    }
+}
