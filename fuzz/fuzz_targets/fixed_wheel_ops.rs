@@ -1,0 +1,7 @@
+//! A small `FixedWheel` against the model, `Full` included.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use wheel_model::{run_bytes, Target};
+
+fuzz_target!(|data: &[u8]| run_bytes(Target::FixedWheelOps, data));

@@ -1,0 +1,7 @@
+//! The wheel ops over every geometry, where edge arithmetic is tight.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use wheel_model::{run_bytes, Target};
+
+fuzz_target!(|data: &[u8]| run_bytes(Target::Geometry, data));

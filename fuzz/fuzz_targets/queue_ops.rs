@@ -1,0 +1,7 @@
+//! The MPSC submission queue, single-threaded, against a `VecDeque`.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use wheel_model::{run_bytes, Target};
+
+fuzz_target!(|data: &[u8]| run_bytes(Target::QueueOps, data));

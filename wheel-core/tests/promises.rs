@@ -1,0 +1,696 @@
+//! The promises in wheel-core's crate docs, one test (or a few) each, checked
+//! against a plain map of what should be pending, on several geometries and
+//! starting clocks. Plus the documented memory bound per timer.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::mem::size_of;
+
+use wheel_core::{
+    ArrayStorage, Expired, FixedWheel, Storage, TimerId, TimerWheel, VecStorage, Wheel,
+};
+
+/// Miri is about a thousand times slower: the same shapes, fewer of them.
+fn scaled(native: usize) -> usize {
+    if cfg!(miri) {
+        native.div_ceil(16)
+    } else {
+        native
+    }
+}
+
+/// splitmix64: deterministic and dependency-free, so a failure replays from its seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, bound: u64) -> u64 {
+        self.next() % bound
+    }
+
+    /// A value of `0..=max_bits` random bits: uniform over bit lengths, so
+    /// every level of the wheel sees traffic, not just the top one.
+    fn spread(&mut self, max_bits: u32) -> u64 {
+        let bits = self.below(u64::from(max_bits) + 1) as u32;
+        if bits == 0 {
+            0
+        } else {
+            self.next() >> (64 - bits)
+        }
+    }
+}
+
+/// A wheel beside the map of what must be pending in it, id → (deadline,
+/// value). Every mutation goes through here and is checked on the spot.
+struct Checked<S: Storage<u64>, const SLOTS: usize = 64, const LEVELS: usize = 11> {
+    wheel: TimerWheel<u64, S, SLOTS, LEVELS>,
+    pending: BTreeMap<TimerId, (u64, u64)>,
+    next_value: u64,
+}
+
+type Growable<const SLOTS: usize = 64, const LEVELS: usize = 11> =
+    Checked<VecStorage<u64>, SLOTS, LEVELS>;
+
+impl<S: Storage<u64> + Default, const SLOTS: usize, const LEVELS: usize> Checked<S, SLOTS, LEVELS> {
+    fn starting_at(now: u64) -> Self {
+        let checked = Self {
+            wheel: TimerWheel::with_geometry(now),
+            pending: BTreeMap::new(),
+            next_value: 0,
+        };
+        checked.check();
+        checked
+    }
+
+    fn insert(&mut self, deadline: u64) -> TimerId {
+        let value = self.next_value;
+        self.next_value += 1;
+        let id = self.wheel.try_insert(deadline, value).expect("room");
+        assert!(
+            self.pending.insert(id, (deadline, value)).is_none(),
+            "{id:?} handed out while still pending"
+        );
+        self.check();
+        id
+    }
+
+    fn cancel(&mut self, id: TimerId) {
+        let expected = self.pending.remove(&id).map(|(_, value)| value);
+        assert_eq!(self.wheel.cancel(id), expected, "cancel({id:?})");
+        self.check();
+    }
+
+    fn reschedule(&mut self, id: TimerId, deadline: u64) {
+        let live = match self.pending.get_mut(&id) {
+            Some(entry) => {
+                entry.0 = deadline;
+                true
+            }
+            None => false,
+        };
+        assert_eq!(
+            self.wheel.reschedule(id, deadline),
+            live,
+            "reschedule({id:?}, {deadline})"
+        );
+        self.check();
+    }
+
+    fn advance(&mut self, t: u64) -> Vec<Expired<u64>> {
+        self.advance_taking(t, usize::MAX)
+    }
+
+    /// Runs `advance(t)`, keeps at most `take` of what it yields, drops it,
+    /// and checks promises 1, 2, 3 and 5 on the result.
+    fn advance_taking(&mut self, t: u64, take: usize) -> Vec<Expired<u64>> {
+        let before = self.wheel.now();
+        let target = t.max(before);
+        let already_due = self.due_by(before);
+        let should_fire = self.due_by(target);
+
+        let fired: Vec<_> = self.wheel.advance(t).take(take).collect();
+
+        assert_eq!(
+            self.wheel.now(),
+            target,
+            "now after advance({t}) from {before}"
+        );
+        // Promise 3: the already-due ones first, in any order…
+        let split = already_due.len().min(fired.len());
+        for expired in &fired[..split] {
+            assert!(
+                already_due.contains(&expired.id),
+                "advance({t}) from {before}: {expired:?} came out before an already-due timer"
+            );
+        }
+        // …then non-decreasing deadlines.
+        for pair in fired[split..].windows(2) {
+            assert!(
+                pair[0].deadline <= pair[1].deadline,
+                "advance({t}) from {before}: {} came out before {}",
+                pair[0].deadline,
+                pair[1].deadline
+            );
+        }
+        for expired in &fired {
+            assert!(
+                expired.deadline <= target,
+                "advance({t}) from {before} yielded {expired:?}, due later"
+            );
+            assert_eq!(
+                self.pending.remove(&expired.id),
+                Some((expired.deadline, expired.value)),
+                "advance({t}) from {before} yielded {expired:?}, which was not pending as such"
+            );
+        }
+        if fired.len() < take {
+            // The iterator ran dry, so promise 1 applies in full.
+            let yielded: BTreeSet<_> = fired.iter().map(|expired| expired.id).collect();
+            assert_eq!(yielded, should_fire, "advance({t}) from {before}");
+        }
+        self.check();
+        fired
+    }
+
+    /// Loops `advance(next_expiration())` until the wheel is empty, checking
+    /// promise 6; returns how many calls it took.
+    fn drive(&mut self) -> usize {
+        let budget = (LEVELS + 1) * self.pending.len();
+        let mut calls = 0;
+        while let Some(t) = self.wheel.next_expiration() {
+            calls += 1;
+            assert!(
+                calls <= budget,
+                "more than {budget} calls for {} timers",
+                budget / (LEVELS + 1)
+            );
+            let fired = self.advance(t);
+            for expired in &fired {
+                assert_eq!(expired.deadline, t, "{expired:?} came out of advance({t})");
+            }
+            assert!(
+                !fired.is_empty() || self.wheel.next_expiration() != Some(t),
+                "advance({t}) made no progress"
+            );
+        }
+        assert!(self.pending.is_empty(), "{:?} never came out", self.pending);
+        calls
+    }
+
+    fn due_by(&self, tick: u64) -> BTreeSet<TimerId> {
+        self.pending
+            .iter()
+            .filter(|(_, &(deadline, _))| deadline <= tick)
+            .map(|(&id, _)| id)
+            .collect()
+    }
+
+    /// The wheel's own invariants, then agreement with the map, including
+    /// the bounds of promise 6 on `next_expiration`.
+    fn check(&self) {
+        self.wheel.validate();
+        assert_eq!(self.wheel.len(), self.pending.len());
+        assert_eq!(self.wheel.is_empty(), self.pending.is_empty());
+        let now = self.wheel.now();
+        let earliest = self.pending.values().map(|&(deadline, _)| deadline).min();
+        match (self.wheel.next_expiration(), earliest) {
+            (None, None) => {}
+            (Some(t), Some(earliest)) => assert!(
+                now <= t && t <= now.max(earliest),
+                "next_expiration {t} outside {now}..={}",
+                now.max(earliest)
+            ),
+            (next, earliest) => {
+                panic!("next_expiration {next:?} with earliest pending deadline {earliest:?}")
+            }
+        }
+        for (&id, &(deadline, value)) in &self.pending {
+            assert_eq!(self.wheel.deadline(id), Some(deadline), "deadline({id:?})");
+            assert_eq!(self.wheel.get(id), Some(&value), "get({id:?})");
+        }
+    }
+
+    fn random_pending(&self, rng: &mut Rng) -> Option<TimerId> {
+        let skip = rng.below(self.pending.len().max(1) as u64) as usize;
+        self.pending.keys().nth(skip).copied()
+    }
+}
+
+fn deadlines(fired: &[Expired<u64>]) -> Vec<u64> {
+    fired.iter().map(|expired| expired.deadline).collect()
+}
+
+/// Deadlines that stress the arithmetic: `u64::MAX`, around 2³⁶, around
+/// every power of 64, each as an absolute tick and as an offset from `start`,
+/// plus random ones spread over every bit length; only those ≥ `start`.
+fn awkward_deadlines(start: u64, random: usize, rng: &mut Rng) -> Vec<u64> {
+    let mut deadlines = vec![u64::MAX, u64::MAX - 1, start, start.saturating_add(1)];
+    deadlines.extend([(1 << 36) - 1, 1 << 36, (1 << 36) + 1, (1 << 36) + 63]);
+    for k in 0..=10 {
+        let power = 64u64.pow(k);
+        for tick in [power - 1, power, power + 1] {
+            deadlines.push(tick);
+            deadlines.push(start.saturating_add(tick));
+        }
+    }
+    deadlines.extend((0..random).map(|_| start.saturating_add(rng.spread(64))));
+    deadlines.retain(|&deadline| deadline >= start);
+    deadlines
+}
+
+#[test]
+fn advance_yields_exactly_what_is_due_and_moves_the_clock() {
+    let mut c = Growable::<64, 11>::starting_at(100);
+    for deadline in [100, 151, 150, 5_000, 1 << 40] {
+        c.insert(deadline);
+    }
+    assert_eq!(deadlines(&c.advance(150)), [100, 150]);
+    assert_eq!(c.wheel.now(), 150);
+
+    // t < now(): the clock stays, nothing new comes due…
+    assert!(c.advance(149).is_empty());
+    assert_eq!(c.wheel.now(), 150);
+    // …but a timer inserted in the past still comes out.
+    c.insert(120);
+    assert_eq!(deadlines(&c.advance(10)), [120]);
+    assert_eq!(c.wheel.now(), 150);
+
+    assert_eq!(deadlines(&c.advance(5_000)), [151, 5_000]);
+    assert_eq!(deadlines(&c.advance(u64::MAX)), [1 << 40]);
+    assert_eq!(c.wheel.now(), u64::MAX);
+}
+
+/// Random inserts (some in the past), cancels, reschedules, full and
+/// abandoned advances, forwards and backwards; `Checked` asserts the
+/// promises after each.
+fn random_operations<S: Storage<u64> + Default, const SLOTS: usize, const LEVELS: usize>(
+    seed: u64,
+    start: u64,
+    steps: usize,
+) {
+    let mut rng = Rng(seed);
+    let mut c = Checked::<S, SLOTS, LEVELS>::starting_at(start);
+    for _ in 0..steps {
+        let now = c.wheel.now();
+        match rng.below(10) {
+            0..=3 => {
+                let deadline = match rng.below(4) {
+                    0 => now.saturating_sub(rng.spread(20)),
+                    1 => now.saturating_add(rng.spread(64)),
+                    _ => now.saturating_add(rng.spread(20)),
+                };
+                if c.pending.len() < c.wheel.capacity() {
+                    c.insert(deadline);
+                }
+            }
+            4 => {
+                if let Some(id) = c.random_pending(&mut rng) {
+                    c.cancel(id);
+                }
+            }
+            5 => {
+                let deadline = now
+                    .saturating_add(rng.spread(24))
+                    .saturating_sub(rng.spread(8));
+                if let Some(id) = c.random_pending(&mut rng) {
+                    c.reschedule(id, deadline);
+                }
+            }
+            6 => {
+                let take = rng.below(4) as usize;
+                c.advance_taking(now.saturating_add(rng.spread(22)), take);
+            }
+            7 => {
+                c.advance(now.saturating_sub(rng.spread(10)));
+            }
+            _ => {
+                c.advance(now.saturating_add(rng.spread(18)));
+            }
+        }
+    }
+    // The driver's "out at exactly t" holds for timers not yet due.
+    c.advance(c.wheel.now());
+    c.drive();
+}
+
+#[test]
+fn random_operations_keep_the_promises() {
+    let steps = scaled(3_000);
+    for seed in 0..scaled(8) as u64 {
+        random_operations::<VecStorage<u64>, 64, 11>(seed, 0, steps);
+        random_operations::<VecStorage<u64>, 64, 11>(seed, (1 << 36) - 1_000, steps);
+        random_operations::<VecStorage<u64>, 64, 11>(seed, u64::MAX - (1 << 20), steps);
+        random_operations::<ArrayStorage<u64, 48>, 64, 11>(seed, seed << 30, steps);
+        random_operations::<VecStorage<u64>, 4, 32>(seed, seed, steps);
+        random_operations::<VecStorage<u64>, 2, 64>(seed, seed, steps);
+        random_operations::<VecStorage<u64>, 8, 22>(seed, seed, steps);
+    }
+}
+
+#[test]
+fn nothing_comes_out_before_its_deadline() {
+    let mut rng = Rng(2);
+    for start in [0, 1_000, (1 << 36) - 7, u64::MAX - 100_000] {
+        for deadline in awkward_deadlines(start, scaled(40), &mut rng) {
+            let mut wheel = Wheel::starting_at(start);
+            let id = wheel.insert(deadline, ());
+            if deadline > start {
+                assert!(
+                    wheel.advance(deadline - 1).next().is_none(),
+                    "{deadline} came out at {} (start {start})",
+                    deadline - 1
+                );
+                wheel.validate();
+            }
+            let fired: Vec<_> = wheel
+                .advance(deadline)
+                .map(|e| (e.id, e.deadline))
+                .collect();
+            assert_eq!(fired, [(id, deadline)], "start {start}");
+            wheel.validate();
+        }
+    }
+
+    // Many timers, advanced in uneven steps: every yielded deadline ≤ t.
+    let mut c = Growable::<64, 11>::starting_at(0);
+    for _ in 0..scaled(500) {
+        c.insert(rng.spread(24));
+    }
+    while !c.pending.is_empty() {
+        let t = c.wheel.now() + rng.spread(16);
+        for expired in c.advance(t) {
+            assert!(
+                expired.deadline <= t,
+                "{expired:?} came out of advance({t})"
+            );
+        }
+    }
+}
+
+/// Past-due timers first, then the rest sorted, with equal deadlines and
+/// deadlines on several levels.
+fn order_holds<S: Storage<u64> + Default, const SLOTS: usize, const LEVELS: usize>(
+    start: u64,
+    count: usize,
+    seed: u64,
+) {
+    let mut rng = Rng(seed);
+    let mut c = Checked::<S, SLOTS, LEVELS>::starting_at(start);
+    let mut future = Vec::new();
+    for i in 0..count {
+        // Every fifth deadline repeats an earlier one.
+        let deadline = match future.len() {
+            len if len > 0 && i % 5 == 0 => future[rng.below(len as u64) as usize],
+            _ => start + 1 + rng.spread(22),
+        };
+        c.insert(deadline);
+        future.push(deadline);
+    }
+    let past: BTreeSet<_> = (0..count / 10)
+        .map(|_| c.insert(start - rng.below(start + 1)))
+        .collect();
+
+    let fired = c.advance(u64::MAX);
+    let (first, rest) = fired.split_at(past.len());
+    assert_eq!(first.iter().map(|e| e.id).collect::<BTreeSet<_>>(), past);
+    future.sort_unstable();
+    assert_eq!(deadlines(rest), future);
+}
+
+#[test]
+fn already_due_first_then_non_decreasing_deadlines() {
+    let count = scaled(1_000);
+    for seed in 0..3 {
+        order_holds::<VecStorage<u64>, 64, 11>(1 << 20, count, seed);
+        order_holds::<VecStorage<u64>, 64, 11>((1 << 36) - 5, count, seed);
+        order_holds::<VecStorage<u64>, 4, 32>(1 << 20, count, seed);
+        order_holds::<VecStorage<u64>, 2, 64>(12_345, count, seed);
+    }
+    order_holds::<ArrayStorage<u64, 128>, 64, 11>(77, 110, 9);
+
+    // In steps too: an early stop leaves due timers that come out first, and
+    // equal deadlines come out together.
+    let mut c = Growable::<64, 11>::starting_at(0);
+    for deadline in [70, 64, 64, 4_096, 4_095, 4_097, 4_096, 200_000, 64] {
+        c.insert(deadline);
+    }
+    assert_eq!(deadlines(&c.advance_taking(4_096, 2)), [64, 64]);
+    let next = c.advance(5_000);
+    let mut due_first = deadlines(&next[..5]);
+    due_first.sort_unstable();
+    assert_eq!(due_first, [64, 70, 4_095, 4_096, 4_096]);
+    assert_eq!(deadlines(&next[5..]), [4_097]);
+}
+
+#[test]
+fn inserting_or_rescheduling_into_the_past_is_due() {
+    for t_after in [1_000, 999, 0] {
+        let mut c = Growable::<64, 11>::starting_at(1_000);
+        let at_now = c.insert(1_000);
+        let long_ago = c.insert(3);
+        let later = c.insert(1_001);
+        let moved_back = c.insert(2_000);
+        c.reschedule(moved_back, 999);
+        let moved_to_now = c.insert(1 << 40);
+        c.reschedule(moved_to_now, 1_000);
+        assert_eq!(c.wheel.next_expiration(), Some(1_000));
+
+        let fired: BTreeSet<_> = c.advance(t_after).iter().map(|e| e.id).collect();
+        assert_eq!(
+            fired,
+            BTreeSet::from([at_now, long_ago, moved_back, moved_to_now]),
+            "advance({t_after}) at now 1000"
+        );
+        assert_eq!(c.wheel.deadline(later), Some(1_001));
+    }
+
+    // At the end of time every insert is due.
+    let mut wheel: FixedWheel<u8, 4> = FixedWheel::starting_at(u64::MAX);
+    wheel.try_insert(0, 0).unwrap();
+    wheel.try_insert(u64::MAX, 1).unwrap();
+    assert_eq!(wheel.next_expiration(), Some(u64::MAX));
+    let mut values: Vec<_> = wheel.advance(0).map(|e| e.value).collect();
+    values.sort_unstable();
+    assert_eq!(values, [0, 1]);
+    wheel.validate();
+}
+
+#[test]
+fn dropping_advance_before_higher_levels_cascade_loses_nothing() {
+    let mut c = Growable::<64, 11>::starting_at(0);
+    c.insert(1);
+    c.insert(10_000);
+    c.insert(10_000);
+    c.insert(20_000);
+    let beyond = c.insert(20_001);
+
+    // 10_000 and 20_000 sit on level 2 when the iterator is dropped.
+    assert_eq!(deadlines(&c.advance_taking(20_000, 1)), [1]);
+    assert_eq!(c.wheel.now(), 20_000);
+    assert_eq!(c.wheel.next_expiration(), Some(20_000));
+
+    let mut rest = deadlines(&c.advance(20_000));
+    rest.sort_unstable();
+    assert_eq!(rest, [10_000, 10_000, 20_000]);
+    assert_eq!(c.pending.keys().copied().collect::<Vec<_>>(), [beyond]);
+}
+
+#[test]
+fn dropping_advance_unread_loses_nothing() {
+    let mut c = Growable::<64, 11>::starting_at(0);
+    for deadline in [5, 64, 4_096, 1 << 30, (1 << 30) + 1] {
+        c.insert(deadline);
+    }
+    assert!(c.advance_taking(1 << 30, 0).is_empty());
+    assert_eq!(c.wheel.now(), 1 << 30);
+    // Due already, so even a smaller argument yields them.
+    let mut fired = deadlines(&c.advance(7));
+    fired.sort_unstable();
+    assert_eq!(fired, [5, 64, 4_096, 1 << 30]);
+    assert_eq!(deadlines(&c.advance(u64::MAX)), [(1 << 30) + 1]);
+}
+
+#[test]
+fn dropping_advance_anywhere_loses_nothing() {
+    let mut rng = Rng(5);
+    for _ in 0..scaled(40) {
+        let mut c = Growable::<64, 11>::starting_at(rng.spread(40));
+        for _ in 0..scaled(200) {
+            let deadline = c.wheel.now() + rng.spread(20);
+            c.insert(deadline);
+        }
+        while !c.pending.is_empty() {
+            let t = c.wheel.now() + rng.spread(18);
+            let take = rng.below(6) as usize;
+            c.advance_taking(t, take);
+        }
+    }
+}
+
+#[test]
+fn next_expiration_is_none_only_when_empty() {
+    let mut wheel = Wheel::new();
+    assert_eq!(wheel.next_expiration(), None);
+    let id = wheel.insert(u64::MAX, ());
+    assert!(wheel.next_expiration().is_some());
+    wheel.cancel(id);
+    assert_eq!(wheel.next_expiration(), None);
+    wheel.insert(0, ());
+    assert_eq!(wheel.next_expiration(), Some(0));
+    wheel.advance(0).for_each(drop);
+    assert_eq!(wheel.next_expiration(), None);
+}
+
+/// The driver loop over awkward deadlines from several starting clocks.
+fn driver_sees_exact_deadlines<
+    S: Storage<u64> + Default,
+    const SLOTS: usize,
+    const LEVELS: usize,
+>(
+    seed: u64,
+) {
+    let mut rng = Rng(seed);
+    let random_start = rng.next();
+    for start in [0, (1 << 36) - 3, u64::MAX - 4_096, random_start] {
+        let mut c = Checked::<S, SLOTS, LEVELS>::starting_at(start);
+        let room = c.wheel.capacity() - c.pending.len();
+        for deadline in awkward_deadlines(start, scaled(150), &mut rng)
+            .into_iter()
+            .take(room)
+        {
+            c.insert(deadline);
+        }
+        let timers = c.pending.len();
+        let calls = c.drive();
+        assert!(
+            calls <= (LEVELS + 1) * timers,
+            "{calls} calls for {timers} timers from {start}"
+        );
+    }
+}
+
+#[test]
+fn driver_loop_wakes_at_each_deadline_and_rarely() {
+    for seed in 0..scaled(4) as u64 {
+        driver_sees_exact_deadlines::<VecStorage<u64>, 64, 11>(seed);
+        driver_sees_exact_deadlines::<ArrayStorage<u64, 256>, 64, 11>(seed);
+        driver_sees_exact_deadlines::<VecStorage<u64>, 4, 32>(seed);
+        driver_sees_exact_deadlines::<VecStorage<u64>, 2, 64>(seed);
+        driver_sees_exact_deadlines::<VecStorage<u64>, 16, 16>(seed);
+    }
+}
+
+#[test]
+fn a_lone_far_timer_takes_at_most_levels_plus_one_wakeups() {
+    for deadline in [u64::MAX, 1 << 36, 64u64.pow(10), 64u64.pow(10) - 1] {
+        let mut c = Growable::<64, 11>::starting_at(0);
+        c.insert(deadline);
+        let calls = c.drive();
+        assert!(calls <= 12, "{calls} calls for one timer at {deadline}");
+    }
+}
+
+/// Every way an id goes stale, then what a stale id must not do: touch the
+/// new timer that reuses its slab entry.
+fn assert_inert(wheel: &mut FixedWheel<u64, 1>, stale: TimerId) {
+    let fresh = wheel
+        .try_insert(500, 7)
+        .expect("the stale timer's entry is free");
+    assert_ne!(fresh, stale, "a reused entry repeated its id");
+    assert_eq!(wheel.cancel(stale), None);
+    assert!(!wheel.reschedule(stale, 1));
+    assert_eq!(wheel.deadline(stale), None);
+    assert_eq!(wheel.get(stale), None);
+    assert_eq!(wheel.get_mut(stale), None);
+    wheel.validate();
+    assert_eq!(wheel.deadline(fresh), Some(500));
+    assert_eq!(wheel.get(fresh), Some(&7));
+    assert_eq!(wheel.cancel(fresh), Some(7));
+    wheel.validate();
+}
+
+#[test]
+fn stale_ids_are_inert() {
+    let mut wheel: FixedWheel<u64, 1> = FixedWheel::new();
+
+    let fired = wheel.try_insert(10, 1).unwrap();
+    assert_eq!(wheel.advance(10).next().map(|e| e.id), Some(fired));
+    assert_inert(&mut wheel, fired);
+
+    let cancelled = wheel.try_insert(1 << 40, 2).unwrap();
+    assert_eq!(wheel.cancel(cancelled), Some(2));
+    assert_inert(&mut wheel, cancelled);
+
+    let drained = wheel.try_insert(1 << 20, 3).unwrap();
+    assert_eq!(wheel.drain().map(|e| e.id).collect::<Vec<_>>(), [drained]);
+    assert_inert(&mut wheel, drained);
+
+    let cleared = wheel.try_insert(20, 4).unwrap();
+    wheel.clear();
+    assert_inert(&mut wheel, cleared);
+
+    // Every stale id so far stays stale, whatever reuse happened since.
+    for stale in [fired, cancelled, drained, cleared] {
+        assert_inert(&mut wheel, stale);
+    }
+}
+
+fn holds_exactly<const N: usize>() {
+    let mut wheel: FixedWheel<usize, N> = FixedWheel::new();
+    assert_eq!(wheel.capacity(), N);
+    let ids: Vec<_> = (0..N)
+        .map(|i| wheel.try_insert(100 + i as u64, i).unwrap())
+        .collect();
+    assert_eq!(wheel.len(), N);
+    assert_eq!(wheel.try_insert(1, 999).unwrap_err().into_inner(), 999);
+    wheel.validate();
+    if N == 0 {
+        return;
+    }
+
+    assert_eq!(wheel.advance(100).map(|e| e.value).collect::<Vec<_>>(), [0]);
+    let refilled = wheel
+        .try_insert(50, 1_000)
+        .expect("a fired timer frees its entry");
+    assert_eq!(wheel.try_insert(1, 1_001).unwrap_err().into_inner(), 1_001);
+
+    assert_eq!(wheel.cancel(refilled), Some(1_000));
+    let last = wheel
+        .try_insert(1 << 50, 1_002)
+        .expect("a cancelled timer frees its entry");
+    assert_eq!(wheel.try_insert(1, 1_003).unwrap_err().into_inner(), 1_003);
+    assert_eq!(wheel.len(), N);
+    assert_eq!(wheel.get(last), Some(&1_002));
+    for (i, &id) in ids.iter().enumerate().skip(1) {
+        assert_eq!(wheel.get(id), Some(&i));
+    }
+    wheel.validate();
+}
+
+#[test]
+fn fixed_wheel_holds_exactly_n() {
+    holds_exactly::<0>();
+    holds_exactly::<1>();
+    holds_exactly::<2>();
+    holds_exactly::<7>();
+    holds_exactly::<64>();
+}
+
+/// What one more `FixedWheel` slot costs: the private entry type measured
+/// through the public one.
+fn bytes_per_entry<T>() -> usize {
+    (size_of::<FixedWheel<T, 48>>() - size_of::<FixedWheel<T, 16>>()) / 32
+}
+
+#[test]
+fn at_most_32_bytes_per_timer_beyond_the_value() {
+    let measured = [
+        ("()", size_of::<()>(), bytes_per_entry::<()>()),
+        ("u8", size_of::<u8>(), bytes_per_entry::<u8>()),
+        ("u64", size_of::<u64>(), bytes_per_entry::<u64>()),
+        (
+            "[u8; 24]",
+            size_of::<[u8; 24]>(),
+            bytes_per_entry::<[u8; 24]>(),
+        ),
+        (
+            "Box<dyn FnOnce()>",
+            size_of::<Box<dyn FnOnce()>>(),
+            bytes_per_entry::<Box<dyn FnOnce()>>(),
+        ),
+    ];
+    let over: Vec<_> = measured
+        .iter()
+        .filter(|&&(_, value, entry)| entry > value + 32)
+        .collect();
+    assert!(
+        over.is_empty(),
+        "(T, size_of::<T>, bytes per entry) over the bound: {over:?}"
+    );
+}

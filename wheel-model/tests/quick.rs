@@ -1,0 +1,128 @@
+//! Quickcheck model tests: random op sequences on several wheels and on the
+//! submission queue, each checked against its std model after every op.
+//!
+//! The ops come from the same `arbitrary` decoder the fuzz targets use, fed
+//! with quickcheck's random bytes, so both explore one input space.
+
+use arbitrary::Unstructured;
+use quickcheck::{Arbitrary, Gen, QuickCheck};
+use wheel_core::{FixedWheel, Wheel};
+use wheel_model::queue_ops::{self, QueueOp};
+use wheel_model::wheel_ops::{run, Case, Start};
+
+/// Cases per property: enough to reach deep states, few enough that the
+/// file runs in seconds.
+const TESTS: u64 = 1000;
+/// Up to `8 * SIZE` random bytes per case: roughly 20–120 ops.
+const SIZE: usize = 128;
+
+fn random_bytes(g: &mut Gen) -> Vec<u8> {
+    let len = usize::arbitrary(g) % (8 * g.size() + 1);
+    (0..len).map(|_| u8::arbitrary(g)).collect()
+}
+
+/// Shorter lists to try when a list of ops fails: each half, then each
+/// list with one op left out.
+fn shorter<T: Clone>(ops: &[T]) -> Vec<Vec<T>> {
+    let mut shorter = Vec::new();
+    if ops.len() > 1 {
+        let half = ops.len() / 2;
+        shorter.push(ops[..half].to_vec());
+        shorter.push(ops[half..].to_vec());
+    }
+    for skip in 0..ops.len() {
+        let mut fewer = ops.to_vec();
+        fewer.remove(skip);
+        shorter.push(fewer);
+    }
+    shorter
+}
+
+#[derive(Clone, Debug)]
+struct WheelCase(Case);
+
+impl Arbitrary for WheelCase {
+    fn arbitrary(g: &mut Gen) -> Self {
+        WheelCase(Case::decode(&mut Unstructured::new(&random_bytes(g))))
+    }
+
+    fn shrink(&self) -> Box<dyn Iterator<Item = Self>> {
+        let Case { start, ops } = &self.0;
+        let mut cases = Vec::new();
+        if *start != Start::Zero {
+            cases.push(Case {
+                start: Start::Zero,
+                ops: ops.clone(),
+            });
+        }
+        cases.extend(
+            shorter(ops)
+                .into_iter()
+                .map(|ops| Case { start: *start, ops }),
+        );
+        Box::new(cases.into_iter().map(WheelCase))
+    }
+}
+
+#[derive(Clone, Debug)]
+struct QueueCase(Vec<QueueOp>);
+
+impl Arbitrary for QueueCase {
+    fn arbitrary(g: &mut Gen) -> Self {
+        QueueCase(queue_ops::decode_ops(&mut Unstructured::new(
+            &random_bytes(g),
+        )))
+    }
+
+    fn shrink(&self) -> Box<dyn Iterator<Item = Self>> {
+        Box::new(shorter(&self.0).into_iter().map(QueueCase))
+    }
+}
+
+fn quickcheck<A: Arbitrary + std::fmt::Debug>(property: fn(A)) {
+    QuickCheck::new()
+        .rng(Gen::new(SIZE))
+        .tests(TESTS)
+        .max_tests(TESTS)
+        .quickcheck(property);
+}
+
+#[test]
+fn wheel_matches_model() {
+    quickcheck(|WheelCase(case)| {
+        run(
+            &mut Wheel::<u64>::starting_at(case.start.tick()),
+            &case.ops,
+            None,
+        );
+    });
+}
+
+#[test]
+fn fixed_wheel_matches_model() {
+    quickcheck(|WheelCase(case)| {
+        let mut wheel = FixedWheel::<u64, 8>::starting_at(case.start.tick());
+        run(&mut wheel, &case.ops, Some(8));
+    });
+}
+
+#[test]
+fn two_slot_wheel_matches_model() {
+    quickcheck(|WheelCase(case)| {
+        let mut wheel = Wheel::<u64, 2, 64>::with_geometry(case.start.tick());
+        run(&mut wheel, &case.ops, None);
+    });
+}
+
+#[test]
+fn eight_slot_wheel_matches_model() {
+    quickcheck(|WheelCase(case)| {
+        let mut wheel = Wheel::<u64, 8, 22>::with_geometry(case.start.tick());
+        run(&mut wheel, &case.ops, None);
+    });
+}
+
+#[test]
+fn queue_matches_model() {
+    quickcheck(|QueueCase(ops)| queue_ops::run(&ops));
+}

@@ -1,0 +1,575 @@
+//! The fuzz targets' seed corpus, written as op lists rather than bytes.
+//!
+//! Each seed here is encoded into the bytes `arbitrary` decodes back into the
+//! same ops, and compared with its committed file
+//! `fuzz/corpus/<target>/seed-<name>`; every seed is also run. After changing
+//! the op types or the seeds, rewrite the files with
+//! `UPDATE_SEEDS=1 cargo test -p wheel-model --test seeds`.
+
+use std::fs;
+use std::path::Path;
+
+use arbitrary::Unstructured;
+use wheel_model::queue_ops::{self, QueueOp};
+use wheel_model::wheel_ops::{Case, Drive, Empty, Op, Pick, Start, Step, When};
+use wheel_model::{run_bytes, Target, FIXED_CAPACITIES, GEOMETRIES};
+
+/// The inverse of `arbitrary`'s decoding, for the types seeds use.
+trait Encode {
+    fn encode(&self, out: &mut Vec<u8>);
+}
+
+/// A derived enum reads a `u32` tag and picks variant `(tag * count) >> 32`.
+fn variant(out: &mut Vec<u8>, index: u64, count: u64) -> &mut Vec<u8> {
+    let tag = u32::try_from((index << 32).div_ceil(count)).expect("index < count");
+    out.extend(tag.to_le_bytes());
+    out
+}
+
+macro_rules! encode_le {
+    ($($ty:ty),*) => {$(
+        impl Encode for $ty {
+            fn encode(&self, out: &mut Vec<u8>) {
+                out.extend(self.to_le_bytes());
+            }
+        }
+    )*};
+}
+encode_le!(u8, i8, u16, u64);
+
+impl Encode for When {
+    fn encode(&self, out: &mut Vec<u8>) {
+        match *self {
+            When::Now => {
+                variant(out, 0, 7);
+            }
+            When::Near(n) => n.encode(variant(out, 1, 7)),
+            When::Far { shift, value } => {
+                let out = variant(out, 2, 7);
+                shift.encode(out);
+                value.encode(out);
+            }
+            When::Boundary { level, offset } => {
+                let out = variant(out, 3, 7);
+                level.encode(out);
+                offset.encode(out);
+            }
+            When::Past(n) => n.encode(variant(out, 4, 7)),
+            When::Absolute(tick) => tick.encode(variant(out, 5, 7)),
+            When::Max => {
+                variant(out, 6, 7);
+            }
+        }
+    }
+}
+
+impl Encode for Step {
+    fn encode(&self, out: &mut Vec<u8>) {
+        match *self {
+            Step::Zero => {
+                variant(out, 0, 9);
+            }
+            Step::One => {
+                variant(out, 1, 9);
+            }
+            Step::Small(n) => n.encode(variant(out, 2, 9)),
+            Step::Jump { shift, value } => {
+                let out = variant(out, 3, 9);
+                shift.encode(out);
+                value.encode(out);
+            }
+            Step::Boundary { level, offset } => {
+                let out = variant(out, 4, 9);
+                level.encode(out);
+                offset.encode(out);
+            }
+            Step::Earliest { offset } => offset.encode(variant(out, 5, 9)),
+            Step::Backward(n) => n.encode(variant(out, 6, 9)),
+            Step::Absolute(tick) => tick.encode(variant(out, 7, 9)),
+            Step::Max => {
+                variant(out, 8, 9);
+            }
+        }
+    }
+}
+
+impl Encode for Pick {
+    fn encode(&self, out: &mut Vec<u8>) {
+        match *self {
+            Pick::Live(n) => n.encode(variant(out, 0, 2)),
+            Pick::Any(n) => n.encode(variant(out, 1, 2)),
+        }
+    }
+}
+
+impl Encode for Op {
+    fn encode(&self, out: &mut Vec<u8>) {
+        const N: u64 = 11;
+        match *self {
+            Op::Insert(when) => when.encode(variant(out, 0, N)),
+            Op::InsertMany {
+                first,
+                spread,
+                count,
+            } => {
+                let out = variant(out, 1, N);
+                first.encode(out);
+                spread.encode(out);
+                count.encode(out);
+            }
+            Op::Cancel(pick) => pick.encode(variant(out, 2, N)),
+            Op::Reschedule(pick, when) => {
+                let out = variant(out, 3, N);
+                pick.encode(out);
+                when.encode(out);
+            }
+            Op::Query(pick) => pick.encode(variant(out, 4, N)),
+            Op::Touch(pick) => pick.encode(variant(out, 5, N)),
+            Op::Advance(step) => step.encode(variant(out, 6, N)),
+            Op::AdvancePartial(step, take) => {
+                let out = variant(out, 7, N);
+                step.encode(out);
+                take.encode(out);
+            }
+            Op::Drive(Drive::Next(calls)) => calls.encode(variant(variant(out, 8, N), 0, 2)),
+            Op::Drive(Drive::All) => {
+                variant(variant(out, 8, N), 1, 2);
+            }
+            Op::Empty(Empty::Drain(take)) => take.encode(variant(variant(out, 9, N), 0, 2)),
+            Op::Empty(Empty::Clear) => {
+                variant(variant(out, 9, N), 1, 2);
+            }
+            Op::Audit => {
+                variant(out, 10, N);
+            }
+        }
+    }
+}
+
+impl Encode for Start {
+    fn encode(&self, out: &mut Vec<u8>) {
+        match *self {
+            Start::Zero => {
+                variant(out, 0, 3);
+            }
+            Start::NearMax(n) => n.encode(variant(out, 1, 3)),
+            Start::At(tick) => tick.encode(variant(out, 2, 3)),
+        }
+    }
+}
+
+impl Encode for Case {
+    fn encode(&self, out: &mut Vec<u8>) {
+        self.start.encode(out);
+        self.ops.iter().for_each(|op| op.encode(out));
+    }
+}
+
+impl Encode for QueueOp {
+    fn encode(&self, out: &mut Vec<u8>) {
+        const N: u64 = 8;
+        match *self {
+            QueueOp::Push(n) => n.encode(variant(out, 0, N)),
+            QueueOp::PushMany { producer, count } => {
+                let out = variant(out, 1, N);
+                producer.encode(out);
+                count.encode(out);
+            }
+            QueueOp::Pop => {
+                variant(out, 2, N);
+            }
+            QueueOp::PopMany(n) => n.encode(variant(out, 3, N)),
+            QueueOp::Clone(n) => n.encode(variant(out, 4, N)),
+            QueueOp::DropProducer(n) => n.encode(variant(out, 5, N)),
+            QueueOp::DropConsumer => {
+                variant(out, 6, N);
+            }
+            QueueOp::Restart => {
+                variant(out, 7, N);
+            }
+        }
+    }
+}
+
+fn bytes(value: &impl Encode) -> Vec<u8> {
+    let mut out = Vec::new();
+    value.encode(&mut out);
+    out
+}
+
+/// Ops that touch every part of the API once.
+fn tour() -> Vec<Op> {
+    vec![
+        Op::Insert(When::Near(5)),
+        Op::InsertMany {
+            first: When::Near(60),
+            spread: 1,
+            count: 6,
+        },
+        Op::Insert(When::Far {
+            shift: 20,
+            value: 3,
+        }),
+        Op::Insert(When::Max),
+        Op::Insert(When::Past(0)),
+        Op::Insert(When::Now),
+        Op::Query(Pick::Live(1)),
+        Op::Touch(Pick::Live(2)),
+        Op::Reschedule(Pick::Live(0), When::Near(0)),
+        Op::Advance(Step::Zero),
+        Op::Cancel(Pick::Any(3)),
+        Op::Advance(Step::Small(6)),
+        Op::Cancel(Pick::Any(0)),
+        Op::Insert(When::Near(1)),
+        Op::Drive(Drive::Next(0)),
+        Op::Advance(Step::Backward(3)),
+        Op::Empty(Empty::Drain(1)),
+        Op::Audit,
+    ]
+}
+
+/// Timers on each side of slot boundaries, several levels up, then driven out.
+fn boundaries() -> Vec<Op> {
+    let mut ops = Vec::new();
+    for level in 0..12 {
+        for offset in [-1, 0, 1] {
+            ops.push(Op::Insert(When::Boundary { level, offset }));
+        }
+    }
+    ops.extend([Op::Audit, Op::Drive(Drive::All), Op::Audit]);
+    ops
+}
+
+fn wheel_seeds() -> Vec<(&'static str, Case)> {
+    let same_tick = vec![
+        Op::Insert(When::Near(9)),
+        Op::Insert(When::Near(9)),
+        Op::Insert(When::Near(3)),
+        Op::Insert(When::Far { shift: 8, value: 1 }),
+        Op::Insert(When::Past(4)),
+        Op::AdvancePartial(Step::Small(12), 2),
+        Op::Insert(When::Past(0)),
+        Op::AdvancePartial(Step::Earliest { offset: 0 }, 1),
+        Op::Advance(Step::Jump { shift: 8, value: 1 }),
+    ];
+    let stale = vec![
+        Op::Insert(When::Near(1)),
+        Op::Cancel(Pick::Live(0)),
+        Op::Insert(When::Near(2)),
+        Op::Cancel(Pick::Any(0)),
+        Op::Reschedule(Pick::Any(0), When::Now),
+        Op::Touch(Pick::Any(0)),
+        Op::Query(Pick::Any(0)),
+        Op::Advance(Step::Small(2)),
+        Op::Cancel(Pick::Any(1)),
+        Op::Insert(When::Now),
+        Op::Audit,
+    ];
+    let jumps = vec![
+        Op::Insert(When::Far {
+            shift: 40,
+            value: 7,
+        }),
+        Op::Insert(When::Far {
+            shift: 63,
+            value: 1,
+        }),
+        Op::Insert(When::Absolute(1 << 33)),
+        Op::Advance(Step::Earliest { offset: -1 }),
+        Op::Advance(Step::Earliest { offset: 0 }),
+        Op::Advance(Step::Jump {
+            shift: 41,
+            value: 3,
+        }),
+        Op::Advance(Step::Backward(100)),
+        Op::Advance(Step::Absolute(0)),
+        Op::Advance(Step::Max),
+    ];
+    let top = vec![
+        Op::Insert(When::Max),
+        Op::Insert(When::Past(1000)),
+        Op::Insert(When::Near(0)),
+        Op::Drive(Drive::Next(0)),
+        Op::Insert(When::Boundary {
+            level: 10,
+            offset: 0,
+        }),
+        Op::AdvancePartial(Step::Max, 0),
+        Op::Insert(When::Max),
+        Op::Drive(Drive::All),
+    ];
+    let mut crowd = Vec::new();
+    for shift in [0, 6, 12, 18, 30, 45, 60] {
+        crowd.push(Op::InsertMany {
+            first: When::Far { shift, value: 1 },
+            spread: 37,
+            count: 16,
+        });
+    }
+    crowd.extend([
+        Op::Reschedule(Pick::Live(40), When::Past(2)),
+        Op::AdvancePartial(
+            Step::Jump {
+                shift: 12,
+                value: 1,
+            },
+            20,
+        ),
+        Op::Drive(Drive::Next(15)),
+        Op::AdvancePartial(
+            Step::Boundary {
+                level: 3,
+                offset: 0,
+            },
+            5,
+        ),
+        Op::Cancel(Pick::Live(7)),
+        Op::Audit,
+        Op::Drive(Drive::All),
+    ]);
+    vec![
+        (
+            "crowd",
+            Case {
+                start: Start::At(1 << 20),
+                ops: crowd,
+            },
+        ),
+        (
+            "tour",
+            Case {
+                start: Start::Zero,
+                ops: tour(),
+            },
+        ),
+        (
+            "boundaries",
+            Case {
+                start: Start::At(12_345),
+                ops: boundaries(),
+            },
+        ),
+        (
+            "same-tick",
+            Case {
+                start: Start::Zero,
+                ops: same_tick,
+            },
+        ),
+        (
+            "stale",
+            Case {
+                start: Start::At(99),
+                ops: stale,
+            },
+        ),
+        (
+            "jumps",
+            Case {
+                start: Start::Zero,
+                ops: jumps,
+            },
+        ),
+        (
+            "top",
+            Case {
+                start: Start::NearMax(3),
+                ops: top,
+            },
+        ),
+    ]
+}
+
+/// `(name, capacity index, case)` for the fixed wheel.
+fn fixed_seeds() -> Vec<(&'static str, u8, Case)> {
+    let fill = |n: usize| vec![Op::Insert(When::Near(4)); n];
+    let mut full = fill(9);
+    full.extend([
+        Op::Cancel(Pick::Live(3)),
+        Op::Insert(When::Max),
+        Op::Insert(When::Max),
+        Op::AdvancePartial(Step::Small(5), 3),
+        Op::Insert(When::Now),
+        Op::Empty(Empty::Drain(2)),
+        Op::Insert(When::Past(1)),
+    ]);
+    full.extend(fill(9));
+    let mut one = vec![Op::Insert(When::Near(0)), Op::Insert(When::Near(1))];
+    one.extend([
+        Op::Advance(Step::One),
+        Op::Insert(When::Near(1)),
+        Op::Cancel(Pick::Any(0)),
+        Op::Reschedule(Pick::Live(0), When::Max),
+        Op::Drive(Drive::All),
+        Op::Insert(When::Now),
+    ]);
+    let index = |capacity| {
+        let index = FIXED_CAPACITIES.iter().position(|&c| c == capacity);
+        u8::try_from(index.expect("a listed capacity")).expect("few capacities")
+    };
+    vec![
+        (
+            "full",
+            index(8),
+            Case {
+                start: Start::Zero,
+                ops: full,
+            },
+        ),
+        (
+            "one",
+            index(1),
+            Case {
+                start: Start::At(1 << 40),
+                ops: one,
+            },
+        ),
+        (
+            "none",
+            index(0),
+            Case {
+                start: Start::Zero,
+                ops: tour(),
+            },
+        ),
+        (
+            "three",
+            index(3),
+            Case {
+                start: Start::Zero,
+                ops: boundaries(),
+            },
+        ),
+    ]
+}
+
+fn queue_seeds() -> Vec<(&'static str, Vec<QueueOp>)> {
+    vec![
+        (
+            "producers",
+            vec![
+                QueueOp::Clone(0),
+                QueueOp::Clone(1),
+                QueueOp::Push(0),
+                QueueOp::Push(1),
+                QueueOp::Push(2),
+                QueueOp::Pop,
+                QueueOp::DropProducer(0),
+                QueueOp::PushMany {
+                    producer: 1,
+                    count: 300,
+                },
+                QueueOp::PopMany(290),
+                QueueOp::Pop,
+            ],
+        ),
+        (
+            "drop-inside",
+            vec![
+                QueueOp::PushMany {
+                    producer: 0,
+                    count: 257,
+                },
+                QueueOp::PopMany(1),
+                QueueOp::Restart,
+                QueueOp::PushMany {
+                    producer: 0,
+                    count: 255,
+                },
+                QueueOp::Push(0),
+                QueueOp::Clone(0),
+                QueueOp::DropConsumer,
+                QueueOp::Push(1),
+                QueueOp::DropProducer(0),
+                QueueOp::DropProducer(0),
+                QueueOp::Push(0),
+            ],
+        ),
+        (
+            "consumer-last",
+            vec![
+                QueueOp::PushMany {
+                    producer: 0,
+                    count: 300,
+                },
+                QueueOp::DropProducer(0),
+                QueueOp::PopMany(20),
+                QueueOp::Pop,
+                QueueOp::DropConsumer,
+                QueueOp::Pop,
+            ],
+        ),
+    ]
+}
+
+/// Every seed as `(target, file name, bytes)`.
+fn seeds() -> Vec<(Target, String, Vec<u8>)> {
+    let mut seeds = Vec::new();
+    for (name, case) in wheel_seeds() {
+        seeds.push((Target::WheelOps, format!("seed-{name}"), bytes(&case)));
+    }
+    for (name, capacity, case) in fixed_seeds() {
+        let mut data = vec![capacity];
+        case.encode(&mut data);
+        seeds.push((Target::FixedWheelOps, format!("seed-{name}"), data));
+    }
+    for geometry in 0..GEOMETRIES.len() {
+        let case = Case {
+            start: Start::At(3 << 20),
+            ops: boundaries(),
+        };
+        let mut data = vec![u8::try_from(geometry).expect("few geometries")];
+        case.encode(&mut data);
+        seeds.push((
+            Target::Geometry,
+            format!("seed-boundaries-{geometry}"),
+            data,
+        ));
+    }
+    for (name, ops) in queue_seeds() {
+        let mut data = Vec::new();
+        ops.iter().for_each(|op| op.encode(&mut data));
+        seeds.push((Target::QueueOps, format!("seed-{name}"), data));
+    }
+    seeds
+}
+
+#[test]
+fn seeds_decode_to_what_they_say() {
+    for (name, case) in wheel_seeds() {
+        assert_eq!(
+            Case::decode(&mut Unstructured::new(&bytes(&case))),
+            case,
+            "{name}"
+        );
+    }
+    for (name, ops) in queue_seeds() {
+        let mut data = Vec::new();
+        ops.iter().for_each(|op| op.encode(&mut data));
+        assert_eq!(
+            queue_ops::decode_ops(&mut Unstructured::new(&data)),
+            ops,
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn seed_files_are_current_and_pass() {
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus");
+    let update = std::env::var_os("UPDATE_SEEDS").is_some();
+    for (target, name, data) in seeds() {
+        let path = corpus.join(target.name()).join(&name);
+        if update {
+            fs::create_dir_all(path.parent().expect("a corpus directory")).expect("mkdir");
+            fs::write(&path, &data).expect("write seed");
+        }
+        let committed = fs::read(&path).unwrap_or_default();
+        assert!(
+            committed == data,
+            "{} is stale: rerun with UPDATE_SEEDS=1",
+            path.display()
+        );
+        run_bytes(target, &data);
+    }
+}
