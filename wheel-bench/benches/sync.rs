@@ -13,21 +13,20 @@
 //!
 //! Run with `cargo bench -p wheel-bench --bench sync`.
 
-use std::cmp::Ordering as CmpOrdering;
-use std::collections::BinaryHeap;
 use std::future::Future;
 use std::hint::black_box;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Barrier, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::Barrier;
 use std::task::{Context, Waker};
-use std::thread::{self, JoinHandle};
+use std::thread;
 use std::time::{Duration, Instant};
 
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, Throughput};
 use tokio::runtime::Runtime;
+use wheel_bench::peers::HeapScheduler;
 use wheel_sync::TimerService;
 
 /// The request timeout: long enough that it never fires, being cancelled first.
@@ -50,10 +49,11 @@ fn timeouts(c: &mut Criterion) {
         });
         drop(timers);
 
-        let heap = HeapScheduler::new();
+        let heap = HeapScheduler::new().expect("the benchmark needs its scheduler thread");
         bench_crew(&mut group, "heap", threads, |n| {
             for _ in 0..n {
-                heap.schedule(Instant::now() + TIMEOUT, || {}).cancel();
+                heap.schedule_cancellable(Instant::now() + TIMEOUT, || {})
+                    .cancel();
             }
         });
         drop(heap);
@@ -190,151 +190,6 @@ impl Drop for Dismiss<'_> {
     fn drop(&mut self) {
         self.0.iters.store(u64::MAX, Ordering::Relaxed);
         self.0.start_line.wait();
-    }
-}
-
-/// The `heap` peer: a single-threaded scheduled executor. One thread waits on
-/// a `Condvar` until the earliest deadline in a `Mutex<BinaryHeap>` and takes
-/// due tasks one per lock (as `ScheduledThreadPoolExecutor`'s work queue
-/// does); cancel only sets a flag and the entry stays queued until its
-/// deadline (Java's default `setRemoveOnCancelPolicy(false)`).
-struct HeapScheduler {
-    shared: Arc<HeapShared>,
-    thread: Option<JoinHandle<()>>,
-}
-
-struct HeapEntry {
-    deadline: Instant,
-    /// Equal deadlines run in schedule order.
-    seq: u64,
-    cancelled: Arc<AtomicBool>,
-    task: Box<dyn FnOnce() + Send>,
-}
-
-impl PartialEq for HeapEntry {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == CmpOrdering::Equal
-    }
-}
-
-impl Eq for HeapEntry {}
-
-impl PartialOrd for HeapEntry {
-    fn partial_cmp(&self, other: &Self) -> Option<CmpOrdering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for HeapEntry {
-    /// Reversed, so that `BinaryHeap`'s maximum is the earliest deadline.
-    fn cmp(&self, other: &Self) -> CmpOrdering {
-        (other.deadline, other.seq).cmp(&(self.deadline, self.seq))
-    }
-}
-
-#[derive(Default)]
-struct HeapQueue {
-    heap: BinaryHeap<HeapEntry>,
-    next_seq: u64,
-    shutdown: bool,
-}
-
-#[derive(Default)]
-struct HeapShared {
-    queue: Mutex<HeapQueue>,
-    /// Signalled when the earliest deadline changes, and on shutdown.
-    earliest_changed: Condvar,
-}
-
-impl HeapShared {
-    fn lock(&self) -> MutexGuard<'_, HeapQueue> {
-        // Tasks run outside the lock, so a poisoned queue is still consistent.
-        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-/// Cancels a [`HeapScheduler`] task, lazily.
-struct HeapHandle(Arc<AtomicBool>);
-
-impl HeapHandle {
-    fn cancel(&self) {
-        self.0.store(true, Ordering::Release);
-    }
-}
-
-impl HeapScheduler {
-    fn new() -> Self {
-        let shared = Arc::new(HeapShared::default());
-        let scheduler = Arc::clone(&shared);
-        let thread = thread::Builder::new()
-            .name("heap-scheduler".into())
-            .spawn(move || run_heap(&scheduler))
-            .expect("the benchmark needs its scheduler thread");
-        Self {
-            shared,
-            thread: Some(thread),
-        }
-    }
-
-    fn schedule(&self, deadline: Instant, task: impl FnOnce() + Send + 'static) -> HeapHandle {
-        let cancelled = Arc::new(AtomicBool::new(false));
-        let mut queue = self.shared.lock();
-        let seq = queue.next_seq;
-        queue.next_seq += 1;
-        queue.heap.push(HeapEntry {
-            deadline,
-            seq,
-            cancelled: Arc::clone(&cancelled),
-            task: Box::new(task),
-        });
-        // Only a new earliest deadline shortens the scheduler's wait (the
-        // leader/follower rule): later ones need no wake-up.
-        let earliest = queue.heap.peek().is_some_and(|e| e.seq == seq);
-        drop(queue);
-        if earliest {
-            self.shared.earliest_changed.notify_one();
-        }
-        HeapHandle(cancelled)
-    }
-}
-
-impl Drop for HeapScheduler {
-    fn drop(&mut self) {
-        self.shared.lock().shutdown = true;
-        self.shared.earliest_changed.notify_one();
-        if let Some(thread) = self.thread.take() {
-            // Tasks here never panic; a join error would have nothing to add.
-            let _ = thread.join();
-        }
-    }
-}
-
-fn run_heap(shared: &HeapShared) {
-    let mut queue = shared.lock();
-    while !queue.shutdown {
-        let now = Instant::now();
-        let wait = match queue.heap.peek() {
-            Some(e) if e.deadline <= now => {
-                if let Some(entry) = queue.heap.pop() {
-                    drop(queue);
-                    if !entry.cancelled.load(Ordering::Acquire) {
-                        (entry.task)();
-                    }
-                    queue = shared.lock();
-                }
-                continue;
-            }
-            Some(e) => Some(e.deadline - now),
-            None => None,
-        };
-        let cv = &shared.earliest_changed;
-        queue = match wait {
-            Some(timeout) => match cv.wait_timeout(queue, timeout) {
-                Ok((q, _)) => q,
-                Err(poisoned) => poisoned.into_inner().0,
-            },
-            None => cv.wait(queue).unwrap_or_else(PoisonError::into_inner),
-        };
     }
 }
 

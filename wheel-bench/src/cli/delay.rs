@@ -12,12 +12,12 @@ use tokio_util::time::DelayQueue;
 use wheel_sync::TimerService;
 
 use super::args::DelayArgs;
-use super::heap::HeapScheduler;
 use super::impls::Impl;
 use super::outcome::DelayOutcome;
 use super::progress::ProgressLine;
 use super::recorder::Recorder;
 use super::RunError;
+use wheel_bench::peers::HeapScheduler;
 
 /// Room past the longest delay for slow implementations to finish.
 const SLACK: Duration = Duration::from_secs(60);

@@ -4,7 +4,6 @@
 mod args;
 mod child;
 mod delay;
-mod heap;
 mod impls;
 mod outcome;
 mod plot;

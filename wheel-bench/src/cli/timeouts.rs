@@ -13,11 +13,11 @@ use tokio_util::time::DelayQueue;
 use wheel_sync::TimerService;
 
 use super::args::TimeoutsArgs;
-use super::heap::HeapScheduler;
 use super::impls::Impl;
 use super::outcome::TimeoutsOutcome;
 use super::progress::ProgressLine;
 use super::RunError;
+use wheel_bench::peers::HeapScheduler;
 
 /// The timeout every request schedules; it never fires, being cancelled first.
 const TIMEOUT: Duration = Duration::from_secs(1);

@@ -19,12 +19,14 @@
 
 mod btree;
 mod delay_queue;
+mod heap_scheduler;
 mod indexed_heap;
 mod lazy_heap;
 mod wheel;
 
 pub use btree::{BTreeKey, BTreeTimers};
 pub use delay_queue::DelayQueueTimers;
+pub use heap_scheduler::{HeapHandle, HeapScheduler};
 pub use indexed_heap::{HeapKey, IndexedHeap};
 pub use lazy_heap::{LazyHeap, LazyKey};
 pub use wheel::WheelTimers;

@@ -1,4 +1,4 @@
-//! The `heap` peer: what a scheduled executor is. One scheduler thread waits on
+//! The `heap` peer of the threaded benchmarks: what a scheduled executor is. One scheduler thread waits on
 //! a `Condvar` for the earliest deadline in a `Mutex<BinaryHeap>` and runs due
 //! tasks one at a time; cancel is lazy (a flag; the entry stays until its
 //! deadline), as in Java's `ScheduledThreadPoolExecutor`.
@@ -64,16 +64,45 @@ impl Shared {
 }
 
 /// Lazily cancels its entry.
+///
+/// # Examples
+/// ```
+/// use std::time::{Duration, Instant};
+/// use wheel_bench::peers::HeapScheduler;
+///
+/// let heap = HeapScheduler::new().unwrap();
+/// let handle = heap.schedule_cancellable(Instant::now() + Duration::from_secs(1), || ());
+/// handle.cancel(); // stays in the heap until its deadline, then is skipped
+/// ```
 pub struct HeapHandle(Arc<AtomicBool>);
 
 impl HeapHandle {
     /// Marks the entry cancelled; it stays queued until its deadline.
+    ///
+    /// # Examples
+    /// ```
+    /// # use std::time::Instant;
+    /// # let heap = wheel_bench::peers::HeapScheduler::new().unwrap();
+    /// heap.schedule_cancellable(Instant::now(), || unreachable!()).cancel();
+    /// ```
     pub fn cancel(&self) {
         self.0.store(true, Ordering::Relaxed);
     }
 }
 
 /// A single-threaded scheduled executor over a binary heap.
+///
+/// # Examples
+/// ```
+/// use std::sync::mpsc;
+/// use std::time::Instant;
+/// use wheel_bench::peers::HeapScheduler;
+///
+/// let heap = HeapScheduler::new().unwrap();
+/// let (tx, rx) = mpsc::channel();
+/// heap.schedule_at(Instant::now(), move || tx.send(1).unwrap());
+/// assert_eq!(rx.recv().unwrap(), 1);
+/// ```
 pub struct HeapScheduler {
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
@@ -81,6 +110,12 @@ pub struct HeapScheduler {
 
 impl HeapScheduler {
     /// Starts the scheduler thread.
+    ///
+    /// # Examples
+    /// ```
+    /// let heap = wheel_bench::peers::HeapScheduler::new().unwrap();
+    /// # drop(heap);
+    /// ```
     pub fn new() -> io::Result<HeapScheduler> {
         let shared = Arc::new(Shared::default());
         let worker = Arc::clone(&shared);
@@ -94,11 +129,24 @@ impl HeapScheduler {
     }
 
     /// Runs `task` on the scheduler thread at `deadline`.
+    ///
+    /// # Examples
+    /// ```
+    /// # let heap = wheel_bench::peers::HeapScheduler::new().unwrap();
+    /// heap.schedule_at(std::time::Instant::now(), || ());
+    /// ```
     pub fn schedule_at(&self, deadline: Instant, task: impl FnOnce() + Send + 'static) {
         self.push(deadline, None, Box::new(task));
     }
 
     /// Like [`HeapScheduler::schedule_at`], with a handle that cancels it.
+    ///
+    /// # Examples
+    /// ```
+    /// # let heap = wheel_bench::peers::HeapScheduler::new().unwrap();
+    /// let at = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    /// heap.schedule_cancellable(at, || ()).cancel();
+    /// ```
     pub fn schedule_cancellable(
         &self,
         deadline: Instant,
