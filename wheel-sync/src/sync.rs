@@ -5,15 +5,11 @@
 //! `loom` directly. The shim is gated on `cfg(loom)` alone (not `cfg(all(test, loom))`)
 //! because the models are integration tests, which build this crate without `cfg(test)`.
 
-// The shim offers the whole surface both worlds share; each module picks what it needs,
-// so in any one build some items go unused.
-#![allow(unused_imports, dead_code)]
-
 #[cfg(not(loom))]
-pub(crate) use std::sync::{Arc, Condvar, Mutex};
+pub(crate) use std::sync::{Arc, Mutex};
 
 #[cfg(loom)]
-pub(crate) use loom::sync::{Arc, Condvar, Mutex};
+pub(crate) use loom::sync::{Arc, Mutex};
 
 /// An `Arc` that can be unsized into a trait object, for timer entries.
 /// loom's `Arc` cannot unsize, and an entry's reference count needs no
@@ -24,22 +20,22 @@ pub(crate) use std::sync::Arc as ErasedArc;
 pub(crate) mod atomic {
     #[cfg(not(loom))]
     pub(crate) use std::sync::atomic::{
-        fence, AtomicBool, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+        fence, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering,
     };
 
     #[cfg(loom)]
     pub(crate) use loom::sync::atomic::{
-        fence, AtomicBool, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+        fence, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering,
     };
 }
 
 /// Spawning, parking and yielding.
 pub(crate) mod thread {
     #[cfg(not(loom))]
-    pub(crate) use std::thread::{current, park, spawn, yield_now, JoinHandle, Thread};
+    pub(crate) use std::thread::{current, park, yield_now, JoinHandle, Thread};
 
     #[cfg(loom)]
-    pub(crate) use loom::thread::{current, park, spawn, yield_now, JoinHandle, Thread};
+    pub(crate) use loom::thread::{current, park, yield_now, JoinHandle, Thread};
 
     #[cfg(not(loom))]
     pub(crate) use std::thread::{park_timeout, ThreadId};
@@ -67,18 +63,6 @@ pub(crate) mod thread {
     ) -> std::io::Result<JoinHandle<T>> {
         Builder::new().name(name).spawn(f)
     }
-}
-
-/// One step of a busy-wait loop.
-///
-/// Under loom a spin that never yields would keep the model on one thread forever, so the
-/// hint becomes a yield that lets loom schedule the thread being waited on.
-#[inline]
-pub(crate) fn spin_hint() {
-    #[cfg(not(loom))]
-    core::hint::spin_loop();
-    #[cfg(loom)]
-    loom::thread::yield_now();
 }
 
 /// Exponential backoff for CAS retries and waits on another thread's progress.
