@@ -40,6 +40,10 @@ pub(crate) mod thread {
     #[cfg(not(loom))]
     pub(crate) use std::thread::{park_timeout, ThreadId};
 
+    /// For the unit tests' producer threads.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) use std::thread::spawn;
+
     #[cfg(loom)]
     pub(crate) use loom::thread::ThreadId;
 
