@@ -67,11 +67,6 @@ impl TimerId {
     }
 }
 
-pub(crate) enum Slot<T> {
-    Vacant { next_free: u32 },
-    Occupied(T),
-}
-
 mod sealed {
     /// Where a timer is: its deadline and its links in a slot list. Kept
     /// apart from the values so that cascades and unlinks, which touch only
@@ -93,9 +88,11 @@ mod sealed {
 
     /// One slab entry. Public only inside this private module, so users can
     /// name [`Storage`](super::Storage) but never implement or call into it.
-    pub struct Entry<T> {
-        pub(crate) generation: u32,
-        pub(crate) slot: super::Slot<T>,
+    /// The generation lives in both variants so it shares the tag's padding:
+    /// even a 16-byte-aligned value costs no more than 32 bytes of overhead.
+    pub enum Entry<T> {
+        Vacant { generation: u32, next_free: u32 },
+        Occupied { generation: u32, value: T },
     }
 
     pub trait Sealed<T> {
@@ -230,9 +227,9 @@ impl<T, const N: usize> Default for ArrayStorage<T, N> {
         };
         Self {
             links: [Link::UNUSED; N],
-            entries: core::array::from_fn(|_| Entry {
+            entries: core::array::from_fn(|_| Entry::Vacant {
                 generation: 0,
-                slot: Slot::Vacant { next_free: NIL },
+                next_free: NIL,
             }),
             used: 0,
         }
@@ -324,20 +321,23 @@ impl<T, S: Storage<T>> Slab<T, S> {
         if self.free_head != NIL {
             let index = self.free_head;
             let entry = &mut self.storage.entries_mut()[index as usize];
-            let Slot::Vacant { next_free } = entry.slot else {
+            let Entry::Vacant {
+                generation,
+                next_free,
+            } = *entry
+            else {
                 unreachable!("free list points at an occupied entry {index}");
             };
             self.free_head = next_free;
-            entry.slot = Slot::Occupied(value);
-            let generation = entry.generation;
+            *entry = Entry::Occupied { generation, value };
             self.storage.links_mut()[index as usize] = link;
             self.len += 1;
             return Ok(TimerId { index, generation });
         }
         let index = self.entries_len() as u32;
-        let entry = Entry {
+        let entry = Entry::Occupied {
             generation: 0,
-            slot: Slot::Occupied(value),
+            value,
         };
         match self.storage.try_push(link, entry) {
             Ok(()) => {
@@ -347,10 +347,7 @@ impl<T, S: Storage<T>> Slab<T, S> {
                     generation: 0,
                 })
             }
-            Err(Entry {
-                slot: Slot::Occupied(value),
-                ..
-            }) => Err(value),
+            Err(Entry::Occupied { value, .. }) => Err(value),
             Err(_) => unreachable!("storage handed back a different entry"),
         }
     }
@@ -359,10 +356,9 @@ impl<T, S: Storage<T>> Slab<T, S> {
     #[inline]
     pub(crate) fn index_of(&self, id: TimerId) -> Option<u32> {
         match self.storage.entries().get(id.index as usize) {
-            Some(Entry {
-                generation,
-                slot: Slot::Occupied(_),
-            }) if *generation == id.generation => Some(id.index),
+            Some(Entry::Occupied { generation, .. }) if *generation == id.generation => {
+                Some(id.index)
+            }
             _ => None,
         }
     }
@@ -385,31 +381,25 @@ impl<T, S: Storage<T>> Slab<T, S> {
     /// If `index` is vacant or out of range: a wheel bug, never user input.
     #[inline]
     pub(crate) fn value(&self, index: u32) -> &T {
-        match &self.storage.entries()[index as usize].slot {
-            Slot::Occupied(value) => value,
-            Slot::Vacant { .. } => unreachable!("entry {index} is vacant"),
+        match &self.storage.entries()[index as usize] {
+            Entry::Occupied { value, .. } => value,
+            Entry::Vacant { .. } => unreachable!("entry {index} is vacant"),
         }
     }
 
     /// The value at a live index, mutably. Panics as [`Self::value`].
     #[inline]
     pub(crate) fn value_mut(&mut self, index: u32) -> &mut T {
-        match &mut self.storage.entries_mut()[index as usize].slot {
-            Slot::Occupied(value) => value,
-            Slot::Vacant { .. } => unreachable!("entry {index} is vacant"),
+        match &mut self.storage.entries_mut()[index as usize] {
+            Entry::Occupied { value, .. } => value,
+            Entry::Vacant { .. } => unreachable!("entry {index} is vacant"),
         }
     }
 
     /// Whether the entry at `index` is occupied.
     #[inline]
     pub(crate) fn is_occupied(&self, index: usize) -> bool {
-        matches!(
-            self.storage.entries().get(index),
-            Some(Entry {
-                slot: Slot::Occupied(_),
-                ..
-            })
-        )
+        matches!(self.storage.entries().get(index), Some(Entry::Occupied { .. }))
     }
 
     /// Frees a live index, staling its id; returns the id, deadline and value.
@@ -417,20 +407,18 @@ impl<T, S: Storage<T>> Slab<T, S> {
     pub(crate) fn remove(&mut self, index: u32) -> (TimerId, u64, T) {
         let free_head = self.free_head;
         let entry = &mut self.storage.entries_mut()[index as usize];
-        let slot = core::mem::replace(
-            &mut entry.slot,
-            Slot::Vacant {
-                next_free: free_head,
-            },
-        );
-        let Slot::Occupied(value) = slot else {
-            unreachable!("removing vacant entry {index}");
+        let generation = match entry {
+            Entry::Occupied { generation, .. } => *generation,
+            Entry::Vacant { .. } => unreachable!("removing vacant entry {index}"),
         };
-        let id = TimerId {
-            index,
-            generation: entry.generation,
+        let vacant = Entry::Vacant {
+            generation: generation.wrapping_add(1),
+            next_free: free_head,
         };
-        entry.generation = entry.generation.wrapping_add(1);
+        let Entry::Occupied { value, .. } = core::mem::replace(entry, vacant) else {
+            unreachable!("entry {index} changed under us");
+        };
+        let id = TimerId { index, generation };
         self.free_head = index;
         self.len -= 1;
         (id, self.link(index).deadline, value)
@@ -442,9 +430,9 @@ impl<T, S: Storage<T>> Slab<T, S> {
         let mut index = self.free_head;
         while index != NIL {
             count += 1;
-            match self.storage.entries()[index as usize].slot {
-                Slot::Vacant { next_free } => index = next_free,
-                Slot::Occupied(_) => panic!("free list reaches occupied entry {index}"),
+            match self.storage.entries()[index as usize] {
+                Entry::Vacant { next_free, .. } => index = next_free,
+                Entry::Occupied { .. } => panic!("free list reaches occupied entry {index}"),
             }
         }
         count
