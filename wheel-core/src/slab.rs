@@ -399,7 +399,10 @@ impl<T, S: Storage<T>> Slab<T, S> {
     /// Whether the entry at `index` is occupied.
     #[inline]
     pub(crate) fn is_occupied(&self, index: usize) -> bool {
-        matches!(self.storage.entries().get(index), Some(Entry::Occupied { .. }))
+        matches!(
+            self.storage.entries().get(index),
+            Some(Entry::Occupied { .. })
+        )
     }
 
     /// Frees a live index, staling its id; returns the id, deadline and value.
