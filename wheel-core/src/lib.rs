@@ -57,15 +57,17 @@
 //! a `Vec` ([`VecStorage`]) or an inline array ([`ArrayStorage`]): one
 //! implementation serves both.
 //!
-//! **Memory:** at most 32 bytes per timer beyond `size_of::<T>()` (the deadline,
-//! two links, a generation and the slot's tag), plus the fixed tables: 11
-//! levels × 64 slots × 4 bytes ≈ 2.8 KiB.
+//! **Memory:** at most 32 bytes per timer beyond `size_of::<T>()` for any `T`
+//! aligned to 16 bytes or less (the deadline and two links in one array; a
+//! generation and the entry's tag beside the value in another), plus the
+//! fixed tables: 11 levels × 64 slots × 4 bytes ≈ 2.8 KiB.
 //!
 //! # Promises
 //!
 //! 1. `advance(t)` yields exactly the pending timers with deadline ≤
 //!    `max(t, now())` and sets `now()` to that; time never goes backwards.
-//! 2. Never early: nothing comes out of `advance(t)` with a deadline > `t`.
+//! 2. Never early: nothing comes out of `advance(t)` with a deadline >
+//!    `max(t, now())`.
 //! 3. Order: first the timers already due when `advance` was called, in any
 //!    order; then the rest in non-decreasing deadline order.
 //! 4. A timer inserted or rescheduled to a deadline ≤ `now()` is due: the next

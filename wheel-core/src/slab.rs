@@ -298,6 +298,7 @@ impl<T, S: Storage<T>> Slab<T, S> {
         &self.storage
     }
 
+    #[cfg(feature = "alloc")]
     #[inline]
     pub(crate) fn storage_mut(&mut self) -> &mut S {
         &mut self.storage

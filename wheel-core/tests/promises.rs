@@ -381,7 +381,7 @@ fn nothing_comes_out_before_its_deadline() {
         c.insert(rng.spread(24));
     }
     while !c.pending.is_empty() {
-        let t = c.wheel.now() + rng.spread(16);
+        let t = c.wheel.now() + rng.spread(24);
         for expired in c.advance(t) {
             assert!(
                 expired.deadline <= t,
