@@ -7,17 +7,8 @@ use std::rc::Rc;
 
 use wheel_core::{FixedWheel, Storage, TimerId, TimerWheel, Wheel};
 
-/// Miri is about a thousand times slower: there only `keep` of `items`,
-/// evenly spaced, first and last included, since the extremes matter most.
-fn sample<T: Copy>(items: &[T], keep: usize) -> Vec<T> {
-    if !cfg!(miri) || items.len() <= keep {
-        return items.to_vec();
-    }
-    let last = items.len() - 1;
-    (0..keep)
-        .map(|i| items[i * last / (keep - 1).max(1)])
-        .collect()
-}
+mod common;
+use common::sample;
 
 fn levels(below: usize) -> Vec<u32> {
     sample(&(0..below as u32).collect::<Vec<_>>(), 3)

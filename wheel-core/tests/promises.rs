@@ -9,6 +9,9 @@ use wheel_core::{
     ArrayStorage, Expired, FixedWheel, Storage, TimerId, TimerWheel, VecStorage, Wheel,
 };
 
+mod common;
+use common::sample;
+
 /// Miri is about a thousand times slower: the same shapes, fewer of them.
 fn scaled(native: usize) -> usize {
     if cfg!(miri) {
@@ -16,18 +19,6 @@ fn scaled(native: usize) -> usize {
     } else {
         native
     }
-}
-
-/// Under Miri only `keep` of `items` (clocks, geometries), evenly spaced,
-/// first and last included.
-fn sample<T: Copy>(items: &[T], keep: usize) -> Vec<T> {
-    if !cfg!(miri) || items.len() <= keep {
-        return items.to_vec();
-    }
-    let last = items.len() - 1;
-    (0..keep)
-        .map(|i| items[i * last / (keep - 1).max(1)])
-        .collect()
 }
 
 /// splitmix64: deterministic and dependency-free, so a failure replays from its seed.

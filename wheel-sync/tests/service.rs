@@ -20,6 +20,9 @@ use std::time::{Duration, Instant};
 
 use wheel_sync::{ScheduleError, ShutdownError, TimerHandle, TimerService};
 
+mod common;
+use common::XorShift;
+
 /// How long any condition may take to come true before a test gives up.
 const PATIENCE: Duration = Duration::from_secs(10);
 /// Lateness that still counts as sane on a loaded two-core machine.
@@ -108,24 +111,6 @@ fn block_on<F: Future>(future: F) -> F::Output {
         let now = Instant::now();
         assert!(now < give_up, "block_on: not woken within {PATIENCE:?}");
         thread::park_timeout(give_up - now);
-    }
-}
-
-/// xorshift64: deterministic, dependency-free randomness.
-struct XorShift(u64);
-
-impl XorShift {
-    fn new(seed: u64) -> Self {
-        Self(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        let mut x = self.0;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.0 = x;
-        x % n
     }
 }
 

@@ -17,6 +17,9 @@ use std::time::{Duration, Instant};
 
 use wheel_sync::{ScheduleError, TimerHandle, TimerService};
 
+mod common;
+use common::XorShift;
+
 /// How long the driver may take to finish once the work is submitted.
 const PATIENCE: Duration = Duration::from_secs(20);
 /// How long its counters may lag once no timer is pending.
@@ -36,24 +39,6 @@ const CANCEL_LOST: u8 = 1 << 4;
 const DROPPED: u8 = 1 << 5;
 /// The closure was dropped a second time.
 const DROPPED_TWICE: u8 = 1 << 6;
-
-/// xorshift64: deterministic, dependency-free randomness.
-struct XorShift(u64);
-
-impl XorShift {
-    fn new(seed: u64) -> Self {
-        Self(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        let mut x = self.0;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.0 = x;
-        x % n
-    }
-}
 
 /// Polls `cond` until it holds or `limit` runs out; returns whether it held.
 fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
