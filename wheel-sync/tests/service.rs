@@ -31,17 +31,8 @@ const LATE_BOUND: Duration = Duration::from_millis(500);
 const HOUR: Duration = Duration::from_secs(3600);
 
 /// Polls `cond` until it holds or `PATIENCE` runs out; returns whether it held.
-fn wait_until(mut cond: impl FnMut() -> bool) -> bool {
-    let give_up = Instant::now() + PATIENCE;
-    loop {
-        if cond() {
-            return true;
-        }
-        if Instant::now() >= give_up {
-            return false;
-        }
-        thread::sleep(Duration::from_millis(1));
-    }
+fn wait_until(cond: impl FnMut() -> bool) -> bool {
+    common::wait_until(PATIENCE, cond)
 }
 
 /// Sets its flag when dropped: proves a callback's closure was released.

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use wheel_sync::{ScheduleError, TimerHandle, TimerService};
 
 mod common;
-use common::XorShift;
+use common::{wait_until, XorShift};
 
 /// How long the driver may take to finish once the work is submitted.
 const PATIENCE: Duration = Duration::from_secs(20);
@@ -39,20 +39,6 @@ const CANCEL_LOST: u8 = 1 << 4;
 const DROPPED: u8 = 1 << 5;
 /// The closure was dropped a second time.
 const DROPPED_TWICE: u8 = 1 << 6;
-
-/// Polls `cond` until it holds or `limit` runs out; returns whether it held.
-fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let give_up = Instant::now() + limit;
-    loop {
-        if cond() {
-            return true;
-        }
-        if Instant::now() >= give_up {
-            return false;
-        }
-        thread::sleep(Duration::from_millis(2));
-    }
-}
 
 /// One flag byte per timer.
 type Flags = Arc<Vec<AtomicU8>>;

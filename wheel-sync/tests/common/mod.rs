@@ -1,5 +1,22 @@
 //! What the integration tests share.
 
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// Polls `cond` until it holds or `limit` runs out; returns whether it held.
+pub fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let give_up = Instant::now() + limit;
+    loop {
+        if cond() {
+            return true;
+        }
+        if Instant::now() >= give_up {
+            return false;
+        }
+        thread::sleep(Duration::from_millis(1));
+    }
+}
+
 /// xorshift64: deterministic, dependency-free randomness.
 pub struct XorShift(u64);
 
