@@ -52,7 +52,10 @@
 //! across any stretch of empty time costs nothing per empty tick.
 //!
 //! Timers live in a slab of entries linked by `u32` index into intrusive
-//! doubly-linked slot lists; each entry has a generation, so a stale
+//! doubly-linked slot lists; each slot is four lists (entry `i` on list
+//! `i % 4`), which a cascade walks in lockstep so that its cache misses
+//! overlap — at a million timers this halves the cost of firing. Each entry
+//! has a generation, so a stale
 //! [`TimerId`] never touches a newer timer. A [`Storage`] type parameter picks
 //! a `Vec` ([`VecStorage`]) or an inline array ([`ArrayStorage`]): one
 //! implementation serves both.
@@ -60,7 +63,8 @@
 //! **Memory:** at most 32 bytes per timer beyond `size_of::<T>()` for any `T`
 //! aligned to 16 bytes or less (the deadline and two links in one array; a
 //! generation and the entry's tag beside the value in another), plus the
-//! fixed tables: 11 levels × 64 slots × 4 bytes ≈ 2.8 KiB.
+//! fixed tables: 11 levels × 64 slots × 4 lists × 4 bytes ≈ 11 KiB (a
+//! smaller geometry shrinks them: 8 slots × 22 levels is 2.8 KiB).
 //!
 //! # Promises
 //!

@@ -3,7 +3,7 @@
 
 use core::fmt;
 
-use crate::level::{Geometry, Level};
+use crate::level::{stripe_of, Geometry, Heads, Level, NO_HEADS};
 use crate::slab::{Link, Slab, Storage, TimerId, NIL};
 use crate::ArrayStorage;
 use crate::Full;
@@ -53,7 +53,7 @@ pub struct TimerWheel<T, S, const SLOTS: usize = 64, const LEVELS: usize = 11> {
     /// Bit `k` is set iff `levels[k]` has an occupied slot.
     occupied_levels: u64,
     /// Timers whose deadline is ≤ `now`: the next `advance` yields them first.
-    due_head: u32,
+    due: Heads,
     levels: [Level<SLOTS>; LEVELS],
     slab: Slab<T, S>,
 }
@@ -229,7 +229,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
         Self {
             now,
             occupied_levels: 0,
-            due_head: NIL,
+            due: NO_HEADS,
             levels: [const { Level::EMPTY }; LEVELS],
             slab: Slab::new(storage),
         }
@@ -433,7 +433,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     /// ```
     #[inline]
     pub fn next_expiration(&self) -> Option<u64> {
-        if self.due_head != NIL {
+        if self.due != NO_HEADS {
             return Some(self.now);
         }
         self.next_slot().map(|(_, _, start)| start)
@@ -457,7 +457,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
         // Unhook every list first: the entries are then only slab entries.
         self.levels = [const { Level::EMPTY }; LEVELS];
         self.occupied_levels = 0;
-        self.due_head = NIL;
+        self.due = NO_HEADS;
         Drain {
             wheel: self,
             index: 0,
@@ -493,7 +493,9 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     /// ```
     pub fn validate(&self) {
         let mut linked = 0;
-        linked += self.validate_list(self.due_head, None);
+        for (stripe, &head) in self.due.iter().enumerate() {
+            linked += self.validate_list(head, None, stripe);
+        }
         for (level, lvl) in self.levels.iter().enumerate() {
             assert_eq!(
                 self.occupied_levels & (1 << level) != 0,
@@ -503,21 +505,23 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
                 lvl.occupied
             );
             let now_slot = Geometry::<SLOTS, LEVELS>::slot_for(self.now, level);
-            for (slot, &head) in lvl.heads.iter().enumerate() {
+            for (slot, heads) in lvl.heads.iter().enumerate() {
                 assert_eq!(
                     lvl.occupied & (1 << slot) != 0,
-                    head != NIL,
-                    "level {level} slot {slot}: bitmap {:#x} vs head {head}",
+                    *heads != NO_HEADS,
+                    "level {level} slot {slot}: bitmap {:#x} vs heads {heads:?}",
                     lvl.occupied
                 );
-                if head != NIL {
+                if *heads != NO_HEADS {
                     assert!(
                         slot > now_slot,
                         "level {level} slot {slot} occupied at or behind now {} (slot {now_slot})",
                         self.now
                     );
                 }
-                linked += self.validate_list(head, Some((level, slot)));
+                for (stripe, &head) in heads.iter().enumerate() {
+                    linked += self.validate_list(head, Some((level, slot)), stripe);
+                }
             }
         }
         assert_eq!(
@@ -534,7 +538,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     }
 
     /// Checks one list's links and placement; returns its length.
-    fn validate_list(&self, head: u32, place: Option<(usize, usize)>) -> usize {
+    fn validate_list(&self, head: u32, place: Option<(usize, usize)>, stripe: usize) -> usize {
         let mut count = 0;
         let mut prev = NIL;
         let mut index = head;
@@ -545,6 +549,11 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
             );
             let node = self.slab.link(index);
             assert_eq!(node.prev, prev, "entry {index}: prev link broken");
+            assert_eq!(
+                stripe_of(index),
+                stripe,
+                "entry {index} is on list {stripe} of {place:?}"
+            );
             assert_eq!(
                 self.place_of(node.deadline),
                 place,
@@ -590,13 +599,14 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     /// Pushes a linked-out entry onto the list its deadline belongs on.
     #[inline(always)]
     fn link(&mut self, index: u32, deadline: u64) {
+        let stripe = stripe_of(index);
         let head = match self.place_of(deadline) {
-            None => &mut self.due_head,
+            None => &mut self.due[stripe],
             Some((level, slot)) => {
                 let lvl = &mut self.levels[level];
                 lvl.occupied |= 1 << slot;
                 self.occupied_levels |= 1 << level;
-                &mut lvl.heads[slot]
+                &mut lvl.heads[slot][stripe]
             }
         };
         let old = core::mem::replace(head, index);
@@ -620,12 +630,13 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
             self.slab.link_mut(prev).next = next;
             return;
         }
+        let stripe = stripe_of(index);
         match self.place_of(link.deadline) {
-            None => self.due_head = next,
+            None => self.due[stripe] = next,
             Some((level, slot)) => {
                 let lvl = &mut self.levels[level];
-                lvl.heads[slot] = next;
-                if next == NIL {
+                lvl.heads[slot][stripe] = next;
+                if lvl.heads[slot] == NO_HEADS {
                     lvl.occupied &= !(1 << slot);
                     if lvl.occupied == 0 {
                         self.occupied_levels &= !(1 << level);
@@ -638,12 +649,10 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     /// Pops one due timer, freeing its entry.
     #[inline]
     fn pop_due(&mut self) -> Option<Expired<T>> {
-        let index = self.due_head;
-        if index == NIL {
-            return None;
-        }
+        let head = self.due.iter_mut().find(|head| **head != NIL)?;
+        let index = *head;
         let next = self.slab.link(index).next;
-        self.due_head = next;
+        *head = next;
         if next != NIL {
             self.slab.link_mut(next).prev = NIL;
         }
@@ -670,21 +679,27 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
         }
         self.now = start;
         let lvl = &mut self.levels[level];
-        let head = core::mem::replace(&mut lvl.heads[slot], NIL);
+        let mut cursors = core::mem::replace(&mut lvl.heads[slot], NO_HEADS);
         lvl.occupied &= !(1 << slot);
         if lvl.occupied == 0 {
             self.occupied_levels &= !(1 << level);
         }
-        if level == 0 && self.due_head == NIL {
+        if level == 0 && self.due == NO_HEADS {
             // Every timer in a level-0 slot is due exactly at its start: splice.
-            self.due_head = head;
+            self.due = cursors;
             return true;
         }
-        let mut index = head;
-        while index != NIL {
-            let Link { next, deadline, .. } = *self.slab.link(index);
-            self.link(index, deadline);
-            index = next;
+        // The lists are walked in lockstep: each one's next link is a load
+        // that does not wait for the others', so their misses overlap.
+        while cursors != NO_HEADS {
+            for cursor in &mut cursors {
+                let index = *cursor;
+                if index != NIL {
+                    let Link { next, deadline, .. } = *self.slab.link(index);
+                    *cursor = next;
+                    self.link(index, deadline);
+                }
+            }
         }
         true
     }
