@@ -3,7 +3,7 @@
 
 use core::fmt;
 
-use crate::level::{stripe_of, Geometry, Heads, Level, NO_HEADS};
+use crate::level::{stripe_of, Geometry, Heads, Level, NO_HEADS, STRIPES};
 use crate::slab::{Link, Slab, Storage, TimerId, NIL};
 use crate::ArrayStorage;
 use crate::Full;
@@ -54,6 +54,8 @@ pub struct TimerWheel<T, S, const SLOTS: usize = 64, const LEVELS: usize = 11> {
     occupied_levels: u64,
     /// Timers whose deadline is ≤ `now`: the next `advance` yields them first.
     due: Heads,
+    /// The due list `pop_due` tries first.
+    due_cursor: usize,
     levels: [Level<SLOTS>; LEVELS],
     slab: Slab<T, S>,
 }
@@ -230,6 +232,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
             now,
             occupied_levels: 0,
             due: NO_HEADS,
+            due_cursor: 0,
             levels: [const { Level::EMPTY }; LEVELS],
             slab: Slab::new(storage),
         }
@@ -649,7 +652,13 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     /// Pops one due timer, freeing its entry.
     #[inline]
     fn pop_due(&mut self) -> Option<Expired<T>> {
-        let head = self.due.iter_mut().find(|head| **head != NIL)?;
+        // Round-robin over the due lists, so that consecutive pops follow
+        // independent chains and their link loads overlap.
+        let stripe = (0..STRIPES)
+            .map(|k| (self.due_cursor + k) % STRIPES)
+            .find(|&stripe| self.due[stripe] != NIL)?;
+        self.due_cursor = stripe + 1;
+        let head = &mut self.due[stripe];
         let index = *head;
         let next = self.slab.link(index).next;
         *head = next;
