@@ -127,14 +127,38 @@ impl<A: ?Sized> Entry<A> {
             .is_some()
     }
 
+    /// The word as last seen by this thread or later: a first guess for a
+    /// compare-exchange, never a basis for a decision on its own.
+    #[inline]
+    pub(crate) fn word_relaxed(&self) -> u64 {
+        self.word.load(Ordering::Relaxed)
+    }
+
     /// The driver's fire: `PENDING -> FIRED` only if still due at `tick`
     /// (a reset to another tick makes this fail; its message re-files it).
+    /// `word` is a guess at the current word, e.g. from
+    /// [`word_relaxed`](Self::word_relaxed): a wrong guess costs a retry.
+    /// A guess that says "not pending at `tick`" is trusted, which is sound
+    /// for the driver: it filed the entry at `tick` after an RMW on the
+    /// word (`take_queued`), so it cannot read a word older than that, and
+    /// the word leaves "pending at `tick`" only for good or by a reset
+    /// whose message re-files it.
     #[inline]
-    pub(crate) fn try_fire(&self, tick: u64) -> bool {
-        self.update(|w| {
-            (state_of(w) == PENDING && tick_of(w) == tick).then_some((w & !STATE) | FIRED)
-        })
-        .is_some()
+    pub(crate) fn try_fire(&self, mut word: u64, tick: u64) -> bool {
+        loop {
+            if state_of(word) != PENDING || tick_of(word) != tick {
+                return false;
+            }
+            match self.word.compare_exchange_weak(
+                word,
+                (word & !STATE) | FIRED,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return true,
+                Err(actual) => word = actual,
+            }
+        }
     }
 
     /// The owner's reset: a pending or fired timer becomes pending at `tick`.
