@@ -60,11 +60,19 @@
 //! a `Vec` ([`VecStorage`]) or an inline array ([`ArrayStorage`]): one
 //! implementation serves both.
 //!
+//! **No cascade stalls** (with `alloc`): a slot on a high level can hold
+//! millions of timers, and cascading it walks every one while the timers due
+//! at that tick wait. [`TimerWheel::cascade_ahead`] lets a driver file them
+//! ahead, a chunk at a time while it would otherwise sleep, into a copy of
+//! the lower levels as they will be at the slot's start; when the clock gets
+//! there, the copy is swapped in.
+//!
 //! **Memory:** at most 32 bytes per timer beyond `size_of::<T>()` for any `T`
 //! aligned to 16 bytes or less (the deadline and two links in one array; a
 //! generation and the entry's tag beside the value in another), plus the
 //! fixed tables: 11 levels × 64 slots × 4 lists × 4 bytes ≈ 11 KiB (a
-//! smaller geometry shrinks them: 8 slots × 22 levels is 2.8 KiB).
+//! smaller geometry shrinks them: 8 slots × 22 levels is 2.8 KiB), and as
+//! much again for staging the first time `cascade_ahead` is called.
 //!
 //! # Promises
 //!
@@ -100,6 +108,7 @@ extern crate alloc;
 mod error;
 mod level;
 mod slab;
+mod stage;
 mod wheel;
 
 pub use error::Full;

@@ -5,6 +5,7 @@ use core::fmt;
 
 use crate::level::{stripe_of, Geometry, Heads, Level, NO_HEADS, STRIPES};
 use crate::slab::{Link, Slab, Storage, TimerId, NIL};
+use crate::stage::Stage;
 use crate::ArrayStorage;
 use crate::Full;
 #[cfg(feature = "alloc")]
@@ -57,6 +58,8 @@ pub struct TimerWheel<T, S, const SLOTS: usize = 64, const LEVELS: usize = 11> {
     /// The due list `pop_due` tries first.
     due_cursor: usize,
     levels: [Level<SLOTS>; LEVELS],
+    /// The next slot to cascade, filed ahead of time (see `cascade_ahead`).
+    stage: Stage<SLOTS, LEVELS>,
     slab: Slab<T, S>,
 }
 
@@ -234,6 +237,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
             due: NO_HEADS,
             due_cursor: 0,
             levels: [const { Level::EMPTY }; LEVELS],
+            stage: Stage::default(),
             slab: Slab::new(storage),
         }
     }
@@ -461,10 +465,75 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
         self.levels = [const { Level::EMPTY }; LEVELS];
         self.occupied_levels = 0;
         self.due = NO_HEADS;
+        self.stage.reset();
         Drain {
             wheel: self,
             index: 0,
         }
+    }
+
+    /// Cascades ahead: files up to `max` timers of the next slot to cascade
+    /// (on level 1 or above) where they will go when the clock reaches the
+    /// slot's start, and returns how many it moved; 0 once that slot is
+    /// done or when there is none. When the slot's time comes, `advance`
+    /// then swaps the prepared levels in at O(levels × slots) cost instead
+    /// of walking every timer in it: a slot holding a million timers stalls
+    /// a driver for tens of milliseconds, a prepared one for microseconds.
+    ///
+    /// A driver calls this with small `max` while it would otherwise be idle;
+    /// nothing else changes: every promise holds whether or not, and however
+    /// far, it cascaded ahead. The staging tables (the size of the wheel's
+    /// own level tables, about 11 KiB for 64 × 11) are allocated on first use.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut wheel = wheel_core::Wheel::new();
+    /// for t in 5_000..5_100 {
+    ///     wheel.insert(t, t); // all on level 2, in the slot starting at 4096
+    /// }
+    /// assert_eq!(wheel.cascade_ahead(60), 60);
+    /// assert_eq!(wheel.cascade_ahead(1_000), 40);
+    /// assert_eq!(wheel.cascade_ahead(1_000), 0); // that slot is ready
+    /// assert_eq!(wheel.next_expiration(), Some(4_096));
+    /// let fired: Vec<u64> = wheel.advance(5_099).map(|e| e.deadline).collect();
+    /// assert_eq!(fired, (5_000..5_100).collect::<Vec<_>>());
+    /// ```
+    #[cfg(feature = "alloc")]
+    pub fn cascade_ahead(&mut self, max: usize) -> usize {
+        let now = self.now;
+        let area = self.stage.area();
+        if area.level != 0 && area.start <= now {
+            // Its slot emptied and the clock passed it: nothing is staged.
+            area.finish();
+        }
+        if area.level == 0 {
+            let above = self.occupied_levels & !1;
+            if above == 0 {
+                return 0;
+            }
+            let level = above.trailing_zeros() as usize;
+            let slot = self.levels[level].occupied.trailing_zeros() as usize;
+            area.level = level;
+            area.slot = slot;
+            area.start = Geometry::<SLOTS, LEVELS>::slot_start(now, level, slot);
+        }
+        let heads = &mut self.levels[area.level].heads[area.slot];
+        let mut moved = 0;
+        while moved < max && *heads != NO_HEADS {
+            for head in heads.iter_mut() {
+                let index = *head;
+                if index != NIL && moved < max {
+                    let Link { next, deadline, .. } = *self.slab.link(index);
+                    *head = next;
+                    if next != NIL {
+                        self.slab.link_mut(next).prev = NIL;
+                    }
+                    Self::push_front(&mut self.slab, area.head_for(index, deadline), index);
+                    moved += 1;
+                }
+            }
+        }
+        moved
     }
 
     /// Removes every pending timer, dropping the values.
@@ -497,7 +566,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     pub fn validate(&self) {
         let mut linked = 0;
         for (stripe, &head) in self.due.iter().enumerate() {
-            linked += self.validate_list(head, None, stripe);
+            linked += self.validate_list(head, self.now, None, stripe);
         }
         for (level, lvl) in self.levels.iter().enumerate() {
             assert_eq!(
@@ -509,13 +578,17 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
             );
             let now_slot = Geometry::<SLOTS, LEVELS>::slot_for(self.now, level);
             for (slot, heads) in lvl.heads.iter().enumerate() {
+                let staged = self
+                    .stage
+                    .active()
+                    .is_some_and(|st| st.covers(level, slot) && !st.is_empty());
                 assert_eq!(
                     lvl.occupied & (1 << slot) != 0,
-                    *heads != NO_HEADS,
-                    "level {level} slot {slot}: bitmap {:#x} vs heads {heads:?}",
+                    *heads != NO_HEADS || staged,
+                    "level {level} slot {slot}: bitmap {:#x} vs heads {heads:?}, staged {staged}",
                     lvl.occupied
                 );
-                if *heads != NO_HEADS {
+                if *heads != NO_HEADS || staged {
                     assert!(
                         slot > now_slot,
                         "level {level} slot {slot} occupied at or behind now {} (slot {now_slot})",
@@ -523,7 +596,42 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
                     );
                 }
                 for (stripe, &head) in heads.iter().enumerate() {
-                    linked += self.validate_list(head, Some((level, slot)), stripe);
+                    linked += self.validate_list(head, self.now, Some((level, slot)), stripe);
+                }
+            }
+        }
+        if let Some(st) = self.stage.active() {
+            assert!(
+                st.start > self.now || st.is_empty(),
+                "timers staged for {} at now {}",
+                st.start,
+                self.now
+            );
+            assert!(st.level < LEVELS, "staging level {}", st.level);
+            for (stripe, &head) in st.due.iter().enumerate() {
+                linked += self.validate_list(head, st.start, None, stripe);
+            }
+            for (level, lvl) in st.levels.iter().enumerate() {
+                assert!(
+                    level < st.level || lvl.occupied == 0,
+                    "staged level {level} at or above the staged slot's level {}",
+                    st.level
+                );
+                assert_eq!(
+                    st.occupied_levels & (1 << level) != 0,
+                    lvl.occupied != 0,
+                    "staged occupied_levels {:#b} vs staged level {level}",
+                    st.occupied_levels
+                );
+                for (slot, heads) in lvl.heads.iter().enumerate() {
+                    assert_eq!(
+                        lvl.occupied & (1 << slot) != 0,
+                        *heads != NO_HEADS,
+                        "staged level {level} slot {slot}: bitmap vs heads {heads:?}"
+                    );
+                    for (stripe, &head) in heads.iter().enumerate() {
+                        linked += self.validate_list(head, st.start, Some((level, slot)), stripe);
+                    }
                 }
             }
         }
@@ -540,8 +648,15 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
         );
     }
 
-    /// Checks one list's links and placement; returns its length.
-    fn validate_list(&self, head: u32, place: Option<(usize, usize)>, stripe: usize) -> usize {
+    /// Checks one list's links and placement (relative to clock `at`);
+    /// returns its length.
+    fn validate_list(
+        &self,
+        head: u32,
+        at: u64,
+        place: Option<(usize, usize)>,
+        stripe: usize,
+    ) -> usize {
         let mut count = 0;
         let mut prev = NIL;
         let mut index = head;
@@ -558,11 +673,10 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
                 "entry {index} is on list {stripe} of {place:?}"
             );
             assert_eq!(
-                self.place_of(node.deadline),
+                Self::place_at(at, node.deadline),
                 place,
-                "entry {index} (deadline {}) is in list {place:?} at now {}",
+                "entry {index} (deadline {}) is in list {place:?} at clock {at}",
                 node.deadline,
-                self.now
             );
             count += 1;
             assert!(count <= self.len(), "list at {place:?} loops");
@@ -575,10 +689,16 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     /// The list a deadline belongs on: `None` for the due list, else (level, slot).
     #[inline(always)]
     fn place_of(&self, deadline: u64) -> Option<(usize, usize)> {
-        if deadline <= self.now {
+        Self::place_at(self.now, deadline)
+    }
+
+    /// [`place_of`](Self::place_of) with the clock at `now`.
+    #[inline(always)]
+    fn place_at(now: u64, deadline: u64) -> Option<(usize, usize)> {
+        if deadline <= now {
             return None;
         }
-        let level = Geometry::<SLOTS, LEVELS>::level_for(self.now, deadline);
+        let level = Geometry::<SLOTS, LEVELS>::level_for(now, deadline);
         Some((level, Geometry::<SLOTS, LEVELS>::slot_for(deadline, level)))
     }
 
@@ -612,12 +732,18 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
                 &mut lvl.heads[slot][stripe]
             }
         };
+        Self::push_front(&mut self.slab, head, index);
+    }
+
+    /// Makes `index` the first entry of the list `head` starts.
+    #[inline(always)]
+    fn push_front(slab: &mut Slab<T, S>, head: &mut u32, index: u32) {
         let old = core::mem::replace(head, index);
-        let link = self.slab.link_mut(index);
+        let link = slab.link_mut(index);
         link.prev = NIL;
         link.next = old;
         if old != NIL {
-            self.slab.link_mut(old).prev = index;
+            slab.link_mut(old).prev = index;
         }
     }
 
@@ -638,8 +764,23 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
             None => self.due[stripe] = next,
             Some((level, slot)) => {
                 let lvl = &mut self.levels[level];
-                lvl.heads[slot][stripe] = next;
-                if lvl.heads[slot] == NO_HEADS {
+                let mut slot_empty = true;
+                if let Some(st) = self.stage.active_mut() {
+                    if st.covers(level, slot) {
+                        if lvl.heads[slot][stripe] != index {
+                            // It heads a staged list, not the slot's own.
+                            st.pop_head(index, link.deadline, next);
+                        } else {
+                            lvl.heads[slot][stripe] = next;
+                        }
+                        slot_empty = st.is_empty();
+                    } else {
+                        lvl.heads[slot][stripe] = next;
+                    }
+                } else {
+                    lvl.heads[slot][stripe] = next;
+                }
+                if slot_empty && lvl.heads[slot] == NO_HEADS {
                     lvl.occupied &= !(1 << slot);
                     if lvl.occupied == 0 {
                         self.occupied_levels &= !(1 << level);
@@ -673,6 +814,21 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
         })
     }
 
+    /// Adds due lists to the due lists.
+    fn splice_due(&mut self, lists: Heads) {
+        if self.due == NO_HEADS {
+            self.due = lists;
+            return;
+        }
+        for mut index in lists {
+            while index != NIL {
+                let next = self.slab.link(index).next;
+                Self::push_front(&mut self.slab, &mut self.due[stripe_of(index)], index);
+                index = next;
+            }
+        }
+    }
+
     /// Processes the earliest occupied slot if it starts at or before
     /// `target`: moves the clock to its start, then takes the whole slot and
     /// re-files each timer relative to the new clock — onto the due list if
@@ -692,6 +848,23 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
         lvl.occupied &= !(1 << slot);
         if lvl.occupied == 0 {
             self.occupied_levels &= !(1 << level);
+        }
+        if let Some(st) = self.stage.active_mut() {
+            if st.covers(level, slot) {
+                // The levels below are empty now; the staged ones take their
+                // place, and only what was not staged yet is walked below.
+                for (live, staged) in self.levels[..level].iter_mut().zip(&mut st.levels) {
+                    debug_assert_eq!(live.occupied, 0, "live level below a cascading slot");
+                    core::mem::swap(live, staged);
+                }
+                self.occupied_levels |= core::mem::take(&mut st.occupied_levels);
+                let due = core::mem::replace(&mut st.due, NO_HEADS);
+                st.finish();
+                self.splice_due(due);
+            } else if st.start < start {
+                // Its slot emptied and was passed over: nothing is staged.
+                st.finish();
+            }
         }
         if level == 0 && self.due == NO_HEADS {
             // Every timer in a level-0 slot is due exactly at its start: splice.

@@ -240,6 +240,9 @@ pub enum Op {
     Empty(Empty),
     /// `deadline` and `get` for every id ever issued.
     Audit,
+    /// `cascade_ahead(n)`: moves at most `n` timers and changes nothing the
+    /// model can see.
+    CascadeAhead(u16),
 }
 
 /// Advances driven by [`next_expiration`](TimerWheel::next_expiration), the
@@ -626,6 +629,14 @@ impl<S: Storage<u64>, const SLOTS: usize, const LEVELS: usize> Runner<'_, S, SLO
                 self.model.by_deadline.clear();
             }
             Op::Audit => self.audit(step),
+            Op::CascadeAhead(max) => {
+                let moved = self.wheel.cascade_ahead(usize::from(max));
+                assert!(
+                    moved <= usize::from(max) && moved <= self.model.pending.len(),
+                    "op {step}: cascade_ahead({max}) moved {moved} of {} pending",
+                    self.model.pending.len()
+                );
+            }
         }
     }
 

@@ -104,7 +104,7 @@ impl Encode for Pick {
 
 impl Encode for Op {
     fn encode(&self, out: &mut Vec<u8>) {
-        const N: u64 = 11;
+        const N: u64 = 12;
         match *self {
             Op::Insert(when) => when.encode(variant(out, 0, N)),
             Op::InsertMany {
@@ -142,6 +142,7 @@ impl Encode for Op {
             Op::Audit => {
                 variant(out, 10, N);
             }
+            Op::CascadeAhead(max) => max.encode(variant(out, 11, N)),
         }
     }
 }
@@ -327,7 +328,61 @@ fn wheel_seeds() -> Vec<(&'static str, Case)> {
         Op::Audit,
         Op::Drive(Drive::All),
     ]);
+    // Slots filed ahead in part and in whole, then changed under the
+    // staging: cancels and reschedules of staged timers, inserts into the
+    // staged slot, partial advances across its start.
+    let mut ahead = Vec::new();
+    for shift in [7, 13, 19] {
+        ahead.push(Op::InsertMany {
+            first: When::Far { shift, value: 1 },
+            spread: 3,
+            count: 30,
+        });
+    }
+    ahead.extend([
+        Op::Insert(When::Boundary {
+            level: 2,
+            offset: 0,
+        }),
+        Op::CascadeAhead(7),
+        Op::Cancel(Pick::Live(2)),
+        Op::Reschedule(Pick::Live(5), When::Near(3)),
+        Op::CascadeAhead(1000),
+        Op::InsertMany {
+            first: When::Far {
+                shift: 13,
+                value: 1,
+            },
+            spread: 1,
+            count: 4,
+        },
+        Op::Cancel(Pick::Live(30)),
+        Op::Audit,
+        Op::AdvancePartial(Step::Earliest { offset: 0 }, 3),
+        Op::CascadeAhead(5),
+        Op::Drive(Drive::Next(4)),
+        Op::CascadeAhead(1000),
+        Op::Advance(Step::Jump {
+            shift: 13,
+            value: 1,
+        }),
+        Op::CascadeAhead(2),
+        Op::Empty(Empty::Drain(3)),
+        Op::Insert(When::Far {
+            shift: 14,
+            value: 2,
+        }),
+        Op::CascadeAhead(1),
+        Op::Drive(Drive::All),
+    ]);
     vec![
+        (
+            "cascade-ahead",
+            Case {
+                start: Start::At(1 << 20),
+                ops: ahead,
+            },
+        ),
         (
             "crowd",
             Case {

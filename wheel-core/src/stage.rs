@@ -1,0 +1,172 @@
+//! Cascading ahead: the timers of the next slot to cascade, filed early into
+//! a copy of the lower levels as they will be when the clock reaches the
+//! slot's start.
+//!
+//! # Ground rules
+//!
+//! - When the clock reaches the start of a level-`k` slot, every level below
+//!   `k` is empty: their slots all lie before that start, and slots are
+//!   processed in order. So the lower levels can be built ahead of time,
+//!   apart, and swapped in whole when the slot comes up.
+//! - A staged timer stays filed under the slot it came from: the slot's
+//!   occupied bit stays set while the slot's own lists or the staged tables
+//!   hold a timer, so `next_expiration` and `advance` treat the slot as they
+//!   would without staging.
+//! - A staged timer is told apart from one still in the slot's own lists
+//!   only when it heads a list (the only time unlinking needs to know which
+//!   list): it is staged iff the slot's own list head for its stripe is not
+//!   that timer.
+
+use crate::level::{stripe_of, Geometry, Heads, Level, NO_HEADS};
+
+/// The staged lower levels for one slot.
+pub(crate) struct Staged<const SLOTS: usize, const LEVELS: usize> {
+    /// The level of the slot being staged; 0 when none is (level-0 slots
+    /// are never staged: they are spliced whole onto the due list).
+    pub(crate) level: usize,
+    /// Its slot.
+    pub(crate) slot: usize,
+    /// Its first tick: where the staged placements are relative to.
+    pub(crate) start: u64,
+    /// Levels below `level` as they will be at `start`.
+    pub(crate) levels: [Level<SLOTS>; LEVELS],
+    /// Bit `l` is set iff `levels[l]` has an occupied slot.
+    pub(crate) occupied_levels: u64,
+    /// Timers due exactly at `start`.
+    pub(crate) due: Heads,
+}
+
+impl<const SLOTS: usize, const LEVELS: usize> Staged<SLOTS, LEVELS> {
+    #[cfg(feature = "alloc")]
+    pub(crate) const IDLE: Self = Self {
+        level: 0,
+        slot: 0,
+        start: 0,
+        levels: [const { Level::EMPTY }; LEVELS],
+        occupied_levels: 0,
+        due: NO_HEADS,
+    };
+
+    /// Whether no timer is staged.
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.occupied_levels == 0 && self.due == NO_HEADS
+    }
+
+    /// Whether level `level`'s slot `slot` is the one being staged.
+    #[inline]
+    pub(crate) fn covers(&self, level: usize, slot: usize) -> bool {
+        self.level != 0 && self.level == level && self.slot == slot
+    }
+
+    /// Where a timer of the staged slot goes: `None` for the staged due
+    /// list, else (level, slot) relative to `start`.
+    #[inline]
+    pub(crate) fn place_of(&self, deadline: u64) -> Option<(usize, usize)> {
+        if deadline <= self.start {
+            return None;
+        }
+        let level = Geometry::<SLOTS, LEVELS>::level_for(self.start, deadline);
+        Some((level, Geometry::<SLOTS, LEVELS>::slot_for(deadline, level)))
+    }
+
+    /// The list head a staged timer belongs under, marking it occupied.
+    #[cfg(feature = "alloc")]
+    #[inline]
+    pub(crate) fn head_for(&mut self, index: u32, deadline: u64) -> &mut u32 {
+        let stripe = stripe_of(index);
+        match self.place_of(deadline) {
+            None => &mut self.due[stripe],
+            Some((level, slot)) => {
+                let lvl = &mut self.levels[level];
+                lvl.occupied |= 1 << slot;
+                self.occupied_levels |= 1 << level;
+                &mut lvl.heads[slot][stripe]
+            }
+        }
+    }
+
+    /// Replaces the head of the staged list that `index` (due at `deadline`)
+    /// heads with `next`, clearing bitmaps that empty.
+    #[inline]
+    pub(crate) fn pop_head(&mut self, index: u32, deadline: u64, next: u32) {
+        let stripe = stripe_of(index);
+        match self.place_of(deadline) {
+            None => self.due[stripe] = next,
+            Some((level, slot)) => {
+                let lvl = &mut self.levels[level];
+                lvl.heads[slot][stripe] = next;
+                if lvl.heads[slot] == NO_HEADS {
+                    lvl.occupied &= !(1 << slot);
+                    if lvl.occupied == 0 {
+                        self.occupied_levels &= !(1 << level);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Stops staging; the tables must be empty or already swapped out.
+    #[inline]
+    pub(crate) fn finish(&mut self) {
+        debug_assert!(self.is_empty(), "staging finished with timers staged");
+        self.level = 0;
+    }
+}
+
+/// The staging area of a wheel: boxed on first use with the `alloc`
+/// feature; without it, nothing is ever staged.
+#[cfg(feature = "alloc")]
+#[derive(Default)]
+pub(crate) struct Stage<const SLOTS: usize, const LEVELS: usize>(
+    Option<alloc::boxed::Box<Staged<SLOTS, LEVELS>>>,
+);
+
+/// The staging area of a wheel: boxed on first use with the `alloc`
+/// feature; without it, nothing is ever staged.
+#[cfg(not(feature = "alloc"))]
+#[derive(Default)]
+pub(crate) struct Stage<const SLOTS: usize, const LEVELS: usize>(());
+
+impl<const SLOTS: usize, const LEVELS: usize> Stage<SLOTS, LEVELS> {
+    /// The staging in progress, if a slot is being staged.
+    #[inline]
+    pub(crate) fn active(&self) -> Option<&Staged<SLOTS, LEVELS>> {
+        #[cfg(feature = "alloc")]
+        {
+            self.0.as_deref().filter(|staged| staged.level != 0)
+        }
+        #[cfg(not(feature = "alloc"))]
+        {
+            None
+        }
+    }
+
+    /// The staging in progress, mutably.
+    #[inline]
+    pub(crate) fn active_mut(&mut self) -> Option<&mut Staged<SLOTS, LEVELS>> {
+        #[cfg(feature = "alloc")]
+        {
+            self.0.as_deref_mut().filter(|staged| staged.level != 0)
+        }
+        #[cfg(not(feature = "alloc"))]
+        {
+            None
+        }
+    }
+
+    /// The staging area, allocated if need be.
+    #[cfg(feature = "alloc")]
+    pub(crate) fn area(&mut self) -> &mut Staged<SLOTS, LEVELS> {
+        self.0
+            .get_or_insert_with(|| alloc::boxed::Box::new(Staged::IDLE))
+    }
+
+    /// Drops whatever is staged (the timers themselves stay in the slab).
+    pub(crate) fn reset(&mut self) {
+        #[cfg(feature = "alloc")]
+        if let Some(staged) = self.0.as_deref_mut() {
+            *staged = Staged::IDLE;
+        }
+    }
+}
