@@ -54,6 +54,10 @@ const THROTTLE_YIELDS: usize = 10_000;
 /// The longest a driver with pending timers sleeps: the bound on how long
 /// a cancelled timer's memory outlives its cancel when nothing else happens.
 pub(crate) const RECLAIM_EVERY: Duration = Duration::from_millis(100);
+/// Timers filed ahead per [`Wheel::cascade_ahead`] call between clock checks.
+const AHEAD_CHUNK: usize = 1024;
+/// Cascading ahead stops this close to the next expiration.
+const AHEAD_MARGIN: Duration = Duration::from_micros(200);
 /// `sleeping_until` while the driver is awake.
 const AWAKE: u64 = 0;
 /// `sleeping_until` while it sleeps with an empty wheel.
@@ -295,6 +299,7 @@ impl Driver {
                 thread::yield_now();
                 continue;
             }
+            self.cascade_ahead();
             self.park();
         }
     }
@@ -402,6 +407,30 @@ impl Driver {
                 .store(sum.saturating_add(late_sum), Ordering::Relaxed);
             if late_max > stats.lateness_max_ns.load(Ordering::Relaxed) {
                 stats.lateness_max_ns.store(late_max, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Uses idle time before the next expiration to file the next big slot's
+    /// timers ahead (see [`Wheel::cascade_ahead`]), in chunks, so that when
+    /// its time comes the cascade does not hold up the timers due then.
+    /// Stops for submissions, and [`AHEAD_MARGIN`] before the next timer.
+    fn cascade_ahead(&mut self) {
+        if cfg!(loom) {
+            // Wheel bookkeeping only, no concurrency; not worth model states.
+            return;
+        }
+        while self.consumer.is_empty() {
+            let Some(next) = self.wheel.next_expiration() else {
+                return;
+            };
+            let Some(due) = self.shared.clock.instant_of(next) else {
+                return;
+            };
+            if due.saturating_duration_since(Instant::now()) < AHEAD_MARGIN
+                || self.wheel.cascade_ahead(AHEAD_CHUNK) == 0
+            {
+                return;
             }
         }
     }
