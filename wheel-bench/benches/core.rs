@@ -7,6 +7,7 @@
 //! cargo bench -p wheel-bench --bench core -- 'insert_cancel/'  # one group
 //! cargo bench -p wheel-bench --bench core -- '/1000$' --quick  # smoke run at 1K
 //! cargo bench -p wheel-bench --bench core -- memory            # only the memory table
+//! cargo bench -p wheel-bench --bench core -- geometry_          # only the geometry groups
 //! ```
 //!
 //! Every benchmark runs on a population of `n` pending timers with deadlines
@@ -21,6 +22,12 @@
 //! current-thread), so on an idle machine the two agree, and on a shared one
 //! the CPU time leaves out the slices other processes take. Cache pollution
 //! from neighbours still shows, so quote ratios from one run.
+//!
+//! The `geometry_insert_cancel`, `geometry_fire` and `geometry_churn` groups
+//! are for choosing wheel-core's default geometry: they run those three
+//! bodies on wheel-core alone at 64 × 11 (the default, id `wheel-core`),
+//! 32 × 13, 16 × 16 and 8 × 22 slots × levels, at 1M pending only, where the
+//! geometry decides how many cascades and cache misses a timer costs.
 //!
 //! The memory table counts live heap bytes with a counting global allocator:
 //! after filling `n` timers, minus the empty queue, divided by `n`.
@@ -39,6 +46,8 @@ use wheel_bench::peers::{
 
 /// Pending timers per benchmark.
 const SIZES: [usize; 3] = [1_000, 100_000, 1_000_000];
+/// Pending timers in the `geometry_*` groups.
+const GEOMETRY_SIZE: usize = 1_000_000;
 /// Deadlines fall uniformly in `now + 1 ..= now + SPREAD`.
 const SPREAD: u64 = 1 << 20;
 /// The same input stream for every peer.
@@ -490,6 +499,22 @@ macro_rules! group {
     }};
 }
 
+/// One criterion group, `geometry_$body`, running `$body` on wheel-core at
+/// each candidate geometry.
+macro_rules! geometry_group {
+    ($criterion:expr, $sizes:expr, $body:ident) => {{
+        let mut group = $criterion.benchmark_group(concat!("geometry_", stringify!($body)));
+        for &n in $sizes {
+            configure(&mut group, n);
+            $body(&mut group, n, WheelTimers::<64, 11>::with_geometry);
+            $body(&mut group, n, WheelTimers::<32, 13>::with_geometry);
+            $body(&mut group, n, WheelTimers::<16, 16>::with_geometry);
+            $body(&mut group, n, WheelTimers::<8, 22>::with_geometry);
+        }
+        group.finish();
+    }};
+}
+
 /// Bytes of a queue holding `n` timers, as (empty queue: inline plus heap,
 /// heap per timer).
 fn memory<Q: TimerQueue>(make: fn() -> Q, n: usize) -> (isize, f64) {
@@ -554,10 +579,11 @@ fn main() {
     // mode) to prove it works; 1K pending is enough for that.
     let args: Vec<String> = std::env::args().collect();
     let flag = |name: &str| args.iter().any(|arg| arg == name);
-    let sizes: &[usize] = if flag("--bench") && !flag("--test") {
-        &SIZES
+    let full = flag("--bench") && !flag("--test");
+    let (sizes, geometry_sizes): (&[usize], &[usize]) = if full {
+        (&SIZES, &[GEOMETRY_SIZE])
     } else {
-        &SIZES[..1]
+        (&SIZES[..1], &SIZES[..1])
     };
     if !flag("--list") {
         memory_table(sizes);
@@ -572,5 +598,8 @@ fn main() {
     group!(criterion, sizes, reschedule);
     group!(criterion, sizes, fire);
     group!(criterion, sizes, churn);
+    geometry_group!(criterion, geometry_sizes, insert_cancel);
+    geometry_group!(criterion, geometry_sizes, fire);
+    geometry_group!(criterion, geometry_sizes, churn);
     criterion.final_summary();
 }

@@ -3,7 +3,7 @@
 //!
 //! | peer | structure | insert | cancel | fire |
 //! |------|-----------|--------|--------|------|
-//! | [`WheelTimers`] | `wheel_core::Wheel<u64>` | O(1) | O(1) unlink | O(1) + cascades |
+//! | [`WheelTimers`] | `wheel_core::Wheel<u64, SLOTS, LEVELS>`, 64 × 11 by default | O(1) | O(1) unlink | O(1) + cascades |
 //! | [`DelayQueueTimers`] | `tokio_util::time::DelayQueue<u64>` on a paused tokio clock | O(1) | O(1) unlink | O(1) + cascades + a tokio `Sleep` |
 //! | [`LazyHeap`] | `BinaryHeap` + slab of generations | O(log n) | O(1) mark; the entry leaves when popped | O(log n) |
 //! | [`IndexedHeap`] | binary heap with a heap position per timer | O(log n) | O(log n), eager | O(log n) |
