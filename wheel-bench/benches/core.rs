@@ -14,7 +14,9 @@
 //! uniform in `now + 1 ..= now + 2^20` ticks (17.5 minutes of milliseconds),
 //! kept at `n` while it is measured, so each operation meets a realistically
 //! large and shuffled structure. Inputs come from a seeded SplitMix64, so every
-//! peer sees the same stream. Times are per operation (`fire`: per timer
+//! peer sees the same stream. `insert_cancel` cancels a random old timer
+//! (a connection's idle timeout replaced); `insert_then_cancel` cancels the
+//! timer it just armed (a request answered in time). Times are per operation (`fire`: per timer
 //! fired; `churn`: per tick of the mix).
 //!
 //! Time is the benchmark thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`), not
@@ -303,6 +305,14 @@ impl<Q: TimerQueue> Bed<Q> {
         black_box(self.queue.cancel(old));
     }
 
+    /// Arms a timer and cancels it again: `n` is unchanged.
+    #[inline]
+    fn arm_and_cancel(&mut self) {
+        let deadline = self.deadline();
+        let key = self.queue.insert(deadline, u64::MAX);
+        black_box(self.queue.cancel(key));
+    }
+
     #[inline]
     fn reschedule_random(&mut self) {
         let value = self.pick();
@@ -404,6 +414,23 @@ fn insert_cancel<Q: TimerQueue>(
     group.bench_function(BenchmarkId::new(Q::NAME, n), |b| {
         let bed = bed(&mut slot, make, n);
         b.iter(|| bed.replace_random());
+    });
+}
+
+/// A request's timeout: arm a timer, then cancel that same timer because the
+/// reply came in time, with `n` others pending. This is the pattern behind
+/// the DelayQueue figures (insert, then remove what was inserted);
+/// `insert_cancel` is the colder one where the cancelled timer is a random
+/// old one.
+fn insert_then_cancel<Q: TimerQueue>(
+    group: &mut BenchmarkGroup<'_, ThreadTime>,
+    n: usize,
+    make: fn() -> Q,
+) {
+    let mut slot = None;
+    group.bench_function(BenchmarkId::new(Q::NAME, n), |b| {
+        let bed = bed(&mut slot, make, n);
+        b.iter(|| bed.arm_and_cancel());
     });
 }
 
@@ -595,6 +622,7 @@ fn main() {
     group!(criterion, sizes, insert);
     group!(criterion, sizes, cancel);
     group!(criterion, sizes, insert_cancel);
+    group!(criterion, sizes, insert_then_cancel);
     group!(criterion, sizes, reschedule);
     group!(criterion, sizes, fire);
     group!(criterion, sizes, churn);
