@@ -8,7 +8,9 @@
 //!   next expiration — or indefinitely when the wheel is empty.
 //! - While the wheel holds timers the driver sleeps at most
 //!   [`RECLAIM_EVERY`], so cancelled entries are freed promptly without the
-//!   cancelling thread paying for a wake-up; with an empty wheel it parks
+//!   cancelling thread paying for a wake-up. With an empty wheel it naps
+//!   that long after a round that filed submissions (so a schedule-cancel
+//!   loop does not need a wake-up per timer), and otherwise parks
 //!   indefinitely (zero CPU when idle).
 //! - Park/unpark handshake (a Dekker pair, so both sides use a SeqCst fence):
 //!   the driver stores its planned wake-up tick in `sleeping_until`, fences,
@@ -87,6 +89,7 @@ pub(crate) struct DriverStats {
     pub(crate) panicked: AtomicU64,
     pub(crate) lateness_sum_ns: AtomicU64,
     pub(crate) lateness_max_ns: AtomicU64,
+    pub(crate) wakeups: AtomicU64,
 }
 
 impl DriverStats {
@@ -300,7 +303,7 @@ impl Driver {
                 continue;
             }
             self.cascade_ahead();
-            self.park();
+            self.park(filed > 0);
         }
     }
 
@@ -437,17 +440,30 @@ impl Driver {
 
     /// Sleeps until the next expiration unless a submission or shutdown
     /// arrived meanwhile (see the module's ground rules).
-    fn park(&mut self) {
+    ///
+    /// An empty wheel after a `busy` round (one that filed submissions)
+    /// naps [`RECLAIM_EVERY`] as if a timer were due then, rather than
+    /// parking for good: parked for good, the driver must be woken by the
+    /// very next submission, and a thread that schedules and cancels in a
+    /// loop (every cancel empties the wheel again) would pay for a wake-up
+    /// every few submissions. A nap in which nothing arrives ends in parking
+    /// for good, so an idle service still costs no CPU.
+    fn park(&mut self, busy: bool) {
         let next = self.wheel.next_expiration();
         let shared = &*self.shared;
+        let plan = match next {
+            None if busy => Some(shared.clock.tick_after(RECLAIM_EVERY)),
+            next => next,
+        };
         shared
             .sleeping_until
-            .store(next.unwrap_or(FOREVER), Ordering::Relaxed);
+            .store(plan.unwrap_or(FOREVER), Ordering::Relaxed);
         fence(Ordering::SeqCst);
         if self.consumer.is_empty() && !shared.shutdown.load(Ordering::Relaxed) {
-            match next.and_then(|tick| shared.clock.instant_of(tick)) {
-                // Empty wheel: nothing can come due, so nothing to reclaim either.
-                None if next.is_none() => thread::park(),
+            DriverStats::bump(&shared.stats.wakeups, 1);
+            match plan.and_then(|tick| shared.clock.instant_of(tick)) {
+                // Idle: nothing can come due, so nothing to reclaim either.
+                None if plan.is_none() => thread::park(),
                 due => {
                     // Timers pending: wake at least every RECLAIM_EVERY, so a
                     // cancelled timer is freed then, with no wake-up paid by

@@ -1260,3 +1260,36 @@ fn extreme_delays_and_ticks_do_not_panic() {
         .unwrap()
         .cancel());
 }
+
+/// A client that arms and cancels a timeout per request keeps the wheel
+/// empty between requests; the driver must not be woken for each one.
+#[test]
+fn scheduling_and_cancelling_in_a_loop_rarely_wakes_the_driver() {
+    const PAIRS: u64 = 200_000;
+    let timers = TimerService::new();
+    let before = timers.stats().wakeups;
+    for _ in 0..PAIRS {
+        assert!(timers
+            .schedule(Duration::from_secs(1), || ())
+            .unwrap()
+            .cancel());
+    }
+    let woken = timers.stats().wakeups - before;
+    // One wake-up per 1024 submissions reclaims memory; naps add a few.
+    assert!(woken <= 2 * PAIRS / 1024 + 20, "{woken} wake-ups");
+}
+
+/// After activity the driver naps, then parks for good: no CPU when idle.
+#[test]
+fn an_idle_service_stops_waking_up() {
+    let timers = TimerService::new();
+    for _ in 0..100 {
+        timers.schedule(HOUR, || ()).unwrap().cancel();
+    }
+    let settled = || {
+        let before = timers.stats().wakeups;
+        thread::sleep(Duration::from_millis(300));
+        timers.stats().wakeups == before
+    };
+    assert!(wait_until(settled), "the driver kept waking up");
+}
