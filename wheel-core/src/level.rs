@@ -94,3 +94,69 @@ impl<const SLOTS: usize, const LEVELS: usize> Geometry<SLOTS, LEVELS> {
         rotation | ((slot as u64) << shift)
     }
 }
+
+/// A wheel's lists: the due lists and every level's slots, with a bitmap of
+/// the occupied levels. A wheel has one set; cascading ahead builds another.
+pub(crate) struct Lists<const SLOTS: usize, const LEVELS: usize> {
+    /// Bit `k` is set iff `levels[k]` has an occupied slot.
+    pub(crate) occupied_levels: u64,
+    /// Timers due now.
+    pub(crate) due: Heads,
+    pub(crate) levels: [Level<SLOTS>; LEVELS],
+}
+
+impl<const SLOTS: usize, const LEVELS: usize> Lists<SLOTS, LEVELS> {
+    pub(crate) const EMPTY: Self = Self {
+        occupied_levels: 0,
+        due: NO_HEADS,
+        levels: [const { Level::EMPTY }; LEVELS],
+    };
+
+    /// The head of list `stripe` at `place` (`None`: the due lists, else
+    /// (level, slot)), its slot marked occupied.
+    #[inline(always)]
+    pub(crate) fn head_for(&mut self, place: Option<(usize, usize)>, stripe: usize) -> &mut u32 {
+        match place {
+            None => &mut self.due[stripe],
+            Some((level, slot)) => {
+                let lvl = &mut self.levels[level];
+                lvl.occupied |= 1 << slot;
+                self.occupied_levels |= 1 << level;
+                &mut lvl.heads[slot][stripe]
+            }
+        }
+    }
+
+    /// Replaces the head of list `stripe` at `place` with `next`, clearing
+    /// the bits of a slot that empties.
+    #[inline(always)]
+    pub(crate) fn pop_head(&mut self, place: Option<(usize, usize)>, stripe: usize, next: u32) {
+        match place {
+            None => self.due[stripe] = next,
+            Some((level, slot)) => {
+                self.levels[level].heads[slot][stripe] = next;
+                self.clear_if_empty(level, slot);
+            }
+        }
+    }
+
+    /// Clears the bits of a slot whose lists are all empty.
+    #[inline(always)]
+    pub(crate) fn clear_if_empty(&mut self, level: usize, slot: usize) {
+        let lvl = &mut self.levels[level];
+        if lvl.heads[slot] == NO_HEADS {
+            lvl.occupied &= !(1 << slot);
+            if lvl.occupied == 0 {
+                self.occupied_levels &= !(1 << level);
+            }
+        }
+    }
+
+    /// Takes a slot's lists whole, clearing its bits.
+    #[inline(always)]
+    pub(crate) fn take_slot(&mut self, level: usize, slot: usize) -> Heads {
+        let heads = core::mem::replace(&mut self.levels[level].heads[slot], NO_HEADS);
+        self.clear_if_empty(level, slot);
+        heads
+    }
+}

@@ -17,7 +17,7 @@
 //!   list): it is staged iff the slot's own list head for its stripe is not
 //!   that timer.
 
-use crate::level::{stripe_of, Geometry, Heads, Level, NO_HEADS};
+use crate::level::{stripe_of, Geometry, Lists, NO_HEADS};
 
 /// The staged lower levels for one slot.
 pub(crate) struct Staged<const SLOTS: usize, const LEVELS: usize> {
@@ -28,12 +28,9 @@ pub(crate) struct Staged<const SLOTS: usize, const LEVELS: usize> {
     pub(crate) slot: usize,
     /// Its first tick: where the staged placements are relative to.
     pub(crate) start: u64,
-    /// Levels below `level` as they will be at `start`.
-    pub(crate) levels: [Level<SLOTS>; LEVELS],
-    /// Bit `l` is set iff `levels[l]` has an occupied slot.
-    pub(crate) occupied_levels: u64,
-    /// Timers due exactly at `start`.
-    pub(crate) due: Heads,
+    /// Levels below `level` as they will be at `start`, and the timers due
+    /// exactly then.
+    pub(crate) lists: Lists<SLOTS, LEVELS>,
 }
 
 impl<const SLOTS: usize, const LEVELS: usize> Staged<SLOTS, LEVELS> {
@@ -42,15 +39,13 @@ impl<const SLOTS: usize, const LEVELS: usize> Staged<SLOTS, LEVELS> {
         level: 0,
         slot: 0,
         start: 0,
-        levels: [const { Level::EMPTY }; LEVELS],
-        occupied_levels: 0,
-        due: NO_HEADS,
+        lists: Lists::EMPTY,
     };
 
     /// Whether no timer is staged.
     #[inline]
     pub(crate) fn is_empty(&self) -> bool {
-        self.occupied_levels == 0 && self.due == NO_HEADS
+        self.lists.occupied_levels == 0 && self.lists.due == NO_HEADS
     }
 
     /// Whether level `level`'s slot `slot` is the one being staged.
@@ -74,36 +69,16 @@ impl<const SLOTS: usize, const LEVELS: usize> Staged<SLOTS, LEVELS> {
     #[cfg(feature = "alloc")]
     #[inline]
     pub(crate) fn head_for(&mut self, index: u32, deadline: u64) -> &mut u32 {
-        let stripe = stripe_of(index);
-        match self.place_of(deadline) {
-            None => &mut self.due[stripe],
-            Some((level, slot)) => {
-                let lvl = &mut self.levels[level];
-                lvl.occupied |= 1 << slot;
-                self.occupied_levels |= 1 << level;
-                &mut lvl.heads[slot][stripe]
-            }
-        }
+        let place = self.place_of(deadline);
+        self.lists.head_for(place, stripe_of(index))
     }
 
     /// Replaces the head of the staged list that `index` (due at `deadline`)
     /// heads with `next`, clearing bitmaps that empty.
     #[inline]
     pub(crate) fn pop_head(&mut self, index: u32, deadline: u64, next: u32) {
-        let stripe = stripe_of(index);
-        match self.place_of(deadline) {
-            None => self.due[stripe] = next,
-            Some((level, slot)) => {
-                let lvl = &mut self.levels[level];
-                lvl.heads[slot][stripe] = next;
-                if lvl.heads[slot] == NO_HEADS {
-                    lvl.occupied &= !(1 << slot);
-                    if lvl.occupied == 0 {
-                        self.occupied_levels &= !(1 << level);
-                    }
-                }
-            }
-        }
+        let place = self.place_of(deadline);
+        self.lists.pop_head(place, stripe_of(index), next);
     }
 
     /// Stops staging; the tables must be empty or already swapped out.

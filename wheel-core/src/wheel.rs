@@ -3,7 +3,7 @@
 
 use core::fmt;
 
-use crate::level::{stripe_of, Geometry, Heads, Level, NO_HEADS, STRIPES};
+use crate::level::{stripe_of, Geometry, Heads, Lists, NO_HEADS, STRIPES};
 use crate::slab::{Link, Slab, Storage, TimerId, NIL};
 use crate::stage::Stage;
 use crate::ArrayStorage;
@@ -51,13 +51,11 @@ pub struct Expired<T> {
 /// ```
 pub struct TimerWheel<T, S, const SLOTS: usize = 64, const LEVELS: usize = 11> {
     now: u64,
-    /// Bit `k` is set iff `levels[k]` has an occupied slot.
-    occupied_levels: u64,
-    /// Timers whose deadline is ≤ `now`: the next `advance` yields them first.
-    due: Heads,
+    /// The slots of every level, and the due lists: timers whose deadline
+    /// is ≤ `now`, which the next `advance` yields first.
+    lists: Lists<SLOTS, LEVELS>,
     /// The due list `pop_due` tries first.
     due_cursor: usize,
-    levels: [Level<SLOTS>; LEVELS],
     /// The next slot to cascade, filed ahead of time (see `cascade_ahead`).
     stage: Stage<SLOTS, LEVELS>,
     slab: Slab<T, S>,
@@ -233,10 +231,8 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
         let () = Geometry::<SLOTS, LEVELS>::CHECK;
         Self {
             now,
-            occupied_levels: 0,
-            due: NO_HEADS,
+            lists: Lists::EMPTY,
             due_cursor: 0,
-            levels: [const { Level::EMPTY }; LEVELS],
             stage: Stage::default(),
             slab: Slab::new(storage),
         }
@@ -440,7 +436,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     /// ```
     #[inline]
     pub fn next_expiration(&self) -> Option<u64> {
-        if self.due != NO_HEADS {
+        if self.lists.due != NO_HEADS {
             return Some(self.now);
         }
         self.next_slot().map(|(_, _, start)| start)
@@ -462,9 +458,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     /// ```
     pub fn drain(&mut self) -> Drain<'_, T, S, SLOTS, LEVELS> {
         // Unhook every list first: the entries are then only slab entries.
-        self.levels = [const { Level::EMPTY }; LEVELS];
-        self.occupied_levels = 0;
-        self.due = NO_HEADS;
+        self.lists = Lists::EMPTY;
         self.stage.reset();
         Drain {
             wheel: self,
@@ -507,17 +501,17 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
             area.finish();
         }
         if area.level == 0 {
-            let above = self.occupied_levels & !1;
+            let above = self.lists.occupied_levels & !1;
             if above == 0 {
                 return 0;
             }
             let level = above.trailing_zeros() as usize;
-            let slot = self.levels[level].occupied.trailing_zeros() as usize;
+            let slot = self.lists.levels[level].occupied.trailing_zeros() as usize;
             area.level = level;
             area.slot = slot;
             area.start = Geometry::<SLOTS, LEVELS>::slot_start(now, level, slot);
         }
-        let heads = &mut self.levels[area.level].heads[area.slot];
+        let heads = &mut self.lists.levels[area.level].heads[area.slot];
         let mut moved = 0;
         while moved < max && *heads != NO_HEADS {
             for head in heads.iter_mut() {
@@ -565,15 +559,15 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     /// ```
     pub fn validate(&self) {
         let mut linked = 0;
-        for (stripe, &head) in self.due.iter().enumerate() {
+        for (stripe, &head) in self.lists.due.iter().enumerate() {
             linked += self.validate_list(head, self.now, None, stripe);
         }
-        for (level, lvl) in self.levels.iter().enumerate() {
+        for (level, lvl) in self.lists.levels.iter().enumerate() {
             assert_eq!(
-                self.occupied_levels & (1 << level) != 0,
+                self.lists.occupied_levels & (1 << level) != 0,
                 lvl.occupied != 0,
                 "occupied_levels {:#b} disagrees with level {level} bitmap {:#x}",
-                self.occupied_levels,
+                self.lists.occupied_levels,
                 lvl.occupied
             );
             let now_slot = Geometry::<SLOTS, LEVELS>::slot_for(self.now, level);
@@ -608,20 +602,20 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
                 self.now
             );
             assert!(st.level < LEVELS, "staging level {}", st.level);
-            for (stripe, &head) in st.due.iter().enumerate() {
+            for (stripe, &head) in st.lists.due.iter().enumerate() {
                 linked += self.validate_list(head, st.start, None, stripe);
             }
-            for (level, lvl) in st.levels.iter().enumerate() {
+            for (level, lvl) in st.lists.levels.iter().enumerate() {
                 assert!(
                     level < st.level || lvl.occupied == 0,
                     "staged level {level} at or above the staged slot's level {}",
                     st.level
                 );
                 assert_eq!(
-                    st.occupied_levels & (1 << level) != 0,
+                    st.lists.occupied_levels & (1 << level) != 0,
                     lvl.occupied != 0,
                     "staged occupied_levels {:#b} vs staged level {level}",
-                    st.occupied_levels
+                    st.lists.occupied_levels
                 );
                 for (slot, heads) in lvl.heads.iter().enumerate() {
                     assert_eq!(
@@ -707,11 +701,11 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     /// a lower level's slots all end before a higher level's next one starts).
     #[inline]
     fn next_slot(&self) -> Option<(usize, usize, u64)> {
-        if self.occupied_levels == 0 {
+        if self.lists.occupied_levels == 0 {
             return None;
         }
-        let level = self.occupied_levels.trailing_zeros() as usize;
-        let slot = self.levels[level].occupied.trailing_zeros() as usize;
+        let level = self.lists.occupied_levels.trailing_zeros() as usize;
+        let slot = self.lists.levels[level].occupied.trailing_zeros() as usize;
         Some((
             level,
             slot,
@@ -722,16 +716,8 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     /// Pushes a linked-out entry onto the list its deadline belongs on.
     #[inline(always)]
     fn link(&mut self, index: u32, deadline: u64) {
-        let stripe = stripe_of(index);
-        let head = match self.place_of(deadline) {
-            None => &mut self.due[stripe],
-            Some((level, slot)) => {
-                let lvl = &mut self.levels[level];
-                lvl.occupied |= 1 << slot;
-                self.occupied_levels |= 1 << level;
-                &mut lvl.heads[slot][stripe]
-            }
-        };
+        let place = self.place_of(deadline);
+        let head = self.lists.head_for(place, stripe_of(index));
         Self::push_front(&mut self.slab, head, index);
     }
 
@@ -760,34 +746,24 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
             return;
         }
         let stripe = stripe_of(index);
-        match self.place_of(link.deadline) {
-            None => self.due[stripe] = next,
-            Some((level, slot)) => {
-                let lvl = &mut self.levels[level];
-                let mut slot_empty = true;
-                if let Some(st) = self.stage.active_mut() {
-                    if st.covers(level, slot) {
-                        if lvl.heads[slot][stripe] != index {
-                            // It heads a staged list, not the slot's own.
-                            st.pop_head(index, link.deadline, next);
-                        } else {
-                            lvl.heads[slot][stripe] = next;
-                        }
-                        slot_empty = st.is_empty();
-                    } else {
-                        lvl.heads[slot][stripe] = next;
-                    }
+        let place = self.place_of(link.deadline);
+        if let (Some((level, slot)), Some(st)) = (place, self.stage.active_mut()) {
+            if st.covers(level, slot) {
+                let own = &mut self.lists.levels[level].heads[slot][stripe];
+                if *own == index {
+                    *own = next;
                 } else {
-                    lvl.heads[slot][stripe] = next;
+                    // It heads a staged list, not the slot's own.
+                    st.pop_head(index, link.deadline, next);
                 }
-                if slot_empty && lvl.heads[slot] == NO_HEADS {
-                    lvl.occupied &= !(1 << slot);
-                    if lvl.occupied == 0 {
-                        self.occupied_levels &= !(1 << level);
-                    }
+                // The slot stays occupied while it has timers staged.
+                if st.is_empty() {
+                    self.lists.clear_if_empty(level, slot);
                 }
+                return;
             }
         }
+        self.lists.pop_head(place, stripe, next);
     }
 
     /// Pops one due timer, freeing its entry.
@@ -797,9 +773,9 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
         // independent chains and their link loads overlap.
         let stripe = (0..STRIPES)
             .map(|k| (self.due_cursor + k) % STRIPES)
-            .find(|&stripe| self.due[stripe] != NIL)?;
+            .find(|&stripe| self.lists.due[stripe] != NIL)?;
         self.due_cursor = stripe + 1;
-        let head = &mut self.due[stripe];
+        let head = &mut self.lists.due[stripe];
         let index = *head;
         let next = self.slab.link(index).next;
         *head = next;
@@ -816,14 +792,14 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
 
     /// Adds due lists to the due lists.
     fn splice_due(&mut self, lists: Heads) {
-        if self.due == NO_HEADS {
-            self.due = lists;
+        if self.lists.due == NO_HEADS {
+            self.lists.due = lists;
             return;
         }
         for mut index in lists {
             while index != NIL {
                 let next = self.slab.link(index).next;
-                Self::push_front(&mut self.slab, &mut self.due[stripe_of(index)], index);
+                Self::push_front(&mut self.slab, &mut self.lists.due[stripe_of(index)], index);
                 index = next;
             }
         }
@@ -843,22 +819,20 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
             return false;
         }
         self.now = start;
-        let lvl = &mut self.levels[level];
-        let mut cursors = core::mem::replace(&mut lvl.heads[slot], NO_HEADS);
-        lvl.occupied &= !(1 << slot);
-        if lvl.occupied == 0 {
-            self.occupied_levels &= !(1 << level);
-        }
+        let mut cursors = self.lists.take_slot(level, slot);
         if let Some(st) = self.stage.active_mut() {
             if st.covers(level, slot) {
                 // The levels below are empty now; the staged ones take their
                 // place, and only what was not staged yet is walked below.
-                for (live, staged) in self.levels[..level].iter_mut().zip(&mut st.levels) {
+                for (live, staged) in self.lists.levels[..level]
+                    .iter_mut()
+                    .zip(&mut st.lists.levels)
+                {
                     debug_assert_eq!(live.occupied, 0, "live level below a cascading slot");
                     core::mem::swap(live, staged);
                 }
-                self.occupied_levels |= core::mem::take(&mut st.occupied_levels);
-                let due = core::mem::replace(&mut st.due, NO_HEADS);
+                self.lists.occupied_levels |= core::mem::take(&mut st.lists.occupied_levels);
+                let due = core::mem::replace(&mut st.lists.due, NO_HEADS);
                 st.finish();
                 self.splice_due(due);
             } else if st.start < start {
@@ -866,9 +840,9 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
                 st.finish();
             }
         }
-        if level == 0 && self.due == NO_HEADS {
+        if level == 0 && self.lists.due == NO_HEADS {
             // Every timer in a level-0 slot is due exactly at its start: splice.
-            self.due = cursors;
+            self.lists.due = cursors;
             return true;
         }
         // The lists are walked in lockstep: each one's next link is a load
