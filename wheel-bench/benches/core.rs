@@ -403,18 +403,28 @@ fn cancel<Q: TimerQueue>(group: &mut BenchmarkGroup<'_, ThreadTime>, n: usize, m
     });
 }
 
-/// Arm a timer and cancel a random pending one (a request timeout whose
-/// reply came in time), exactly at `n`.
+/// Times `op` alone, once per iteration, on a population of `n`.
+fn each<Q: TimerQueue>(
+    group: &mut BenchmarkGroup<'_, ThreadTime>,
+    n: usize,
+    make: fn() -> Q,
+    op: impl Fn(&mut Bed<Q>),
+) {
+    let mut slot = None;
+    group.bench_function(BenchmarkId::new(Q::NAME, n), |b| {
+        let bed = bed(&mut slot, make, n);
+        b.iter(|| op(bed));
+    });
+}
+
+/// Arm a timer and cancel a random old one (a connection's idle timeout
+/// replaced), exactly at `n`.
 fn insert_cancel<Q: TimerQueue>(
     group: &mut BenchmarkGroup<'_, ThreadTime>,
     n: usize,
     make: fn() -> Q,
 ) {
-    let mut slot = None;
-    group.bench_function(BenchmarkId::new(Q::NAME, n), |b| {
-        let bed = bed(&mut slot, make, n);
-        b.iter(|| bed.replace_random());
-    });
+    each(group, n, make, Bed::replace_random);
 }
 
 /// A request's timeout: arm a timer, then cancel that same timer because the
@@ -427,11 +437,7 @@ fn insert_then_cancel<Q: TimerQueue>(
     n: usize,
     make: fn() -> Q,
 ) {
-    let mut slot = None;
-    group.bench_function(BenchmarkId::new(Q::NAME, n), |b| {
-        let bed = bed(&mut slot, make, n);
-        b.iter(|| bed.arm_and_cancel());
-    });
+    each(group, n, make, Bed::arm_and_cancel);
 }
 
 /// Move a random pending timer to a new random deadline (an idle timeout
@@ -441,11 +447,7 @@ fn reschedule<Q: TimerQueue>(
     n: usize,
     make: fn() -> Q,
 ) {
-    let mut slot = None;
-    group.bench_function(BenchmarkId::new(Q::NAME, n), |b| {
-        let bed = bed(&mut slot, make, n);
-        b.iter(|| bed.reschedule_random());
-    });
+    each(group, n, make, Bed::reschedule_random);
 }
 
 /// Advance with fire, per timer fired. The clock moves in steps that fire
