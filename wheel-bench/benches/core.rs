@@ -45,6 +45,7 @@ use criterion::{BenchmarkGroup, BenchmarkId, Criterion, Throughput};
 use wheel_bench::peers::{
     BTreeTimers, DelayQueueTimers, IndexedHeap, LazyHeap, TimerQueue, WheelTimers,
 };
+use wheel_bench::rng::SplitMix64;
 
 /// Pending timers per benchmark.
 const SIZES: [usize; 3] = [1_000, 100_000, 1_000_000];
@@ -218,26 +219,6 @@ impl ValueFormatter for Nanoseconds {
 
     fn scale_for_machines(&self, _values: &mut [f64]) -> &'static str {
         "ns"
-    }
-}
-
-/// SplitMix64: deterministic, fast, and good enough to scatter deadlines.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    #[inline]
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..bound` (Lemire's multiply-shift; the bias is < 2⁻⁴⁰ here).
-    #[inline]
-    fn below(&mut self, bound: u64) -> u64 {
-        ((u128::from(self.next()) * u128::from(bound)) >> 64) as u64
     }
 }
 

@@ -1,2 +1,3 @@
 //! Shared pieces of the benchmarks: the peers we measure against.
 pub mod peers;
+pub mod rng;

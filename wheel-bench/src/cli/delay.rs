@@ -18,6 +18,7 @@ use super::progress::ProgressLine;
 use super::recorder::Recorder;
 use super::RunError;
 use wheel_bench::peers::HeapScheduler;
+use wheel_bench::rng::SplitMix64;
 
 /// Room past the longest delay for slow implementations to finish.
 const SLACK: Duration = Duration::from_secs(60);
@@ -209,26 +210,6 @@ impl Iterator for Draws {
     }
 }
 
-/// A tiny deterministic generator, so every implementation and every run
-/// sees the same delays for one `--seed`.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (Lemire's multiply-shift; the bias is below 2^-40 for
-    /// the spans used here).
-    fn below(&mut self, n: u64) -> u64 {
-        ((u128::from(self.next()) * u128::from(n)) >> 64) as u64
-    }
-}
-
 /// This process's resident set size, from `/proc/self/status`.
 fn rss_kib() -> io::Result<u64> {
     let status = std::fs::read_to_string("/proc/self/status")?;
@@ -258,22 +239,6 @@ mod tests {
         for &d in &draws {
             assert!((5_000_000..=elapsed + 7_000_000).contains(&d), "{d}");
         }
-    }
-
-    #[test]
-    fn generator_repeats_per_seed_and_is_uniform() {
-        let a: Vec<u64> = (0..10_000)
-            .scan(SplitMix64(7), |r, _| Some(r.below(10)))
-            .collect();
-        let b: Vec<u64> = (0..10_000)
-            .scan(SplitMix64(7), |r, _| Some(r.below(10)))
-            .collect();
-        assert_eq!(a, b);
-        for v in 0..10 {
-            let n = a.iter().filter(|&&x| x == v).count();
-            assert!((800..1200).contains(&n), "{v} drawn {n} times of 10000");
-        }
-        assert!(a.iter().all(|&x| x < 10));
     }
 
     #[test]

@@ -97,20 +97,6 @@ mod tests {
 
     use super::*;
 
-    /// A deterministic stream of pseudo-random numbers (SplitMix64).
-    struct Stream(u64);
-
-    impl Stream {
-        fn below(&mut self, bound: u64) -> u64 {
-            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^= z >> 31;
-            ((u128::from(z) * u128::from(bound)) >> 64) as u64
-        }
-    }
-
     /// The scripted behaviour every peer must show.
     fn scripted<Q: TimerQueue>(mut queue: Q) {
         let a = queue.insert(30, 30);
@@ -165,7 +151,7 @@ mod tests {
     /// model, checking each advance fires exactly the due timers in deadline
     /// order. Only live keys are used, which every peer supports.
     fn against_model<Q: TimerQueue>(mut queue: Q, seed: u64) {
-        let mut rng = Stream(seed);
+        let mut rng = crate::rng::SplitMix64(seed);
         // value -> (deadline, key)
         let mut live: BTreeMap<u64, (u64, Q::Key)> = BTreeMap::new();
         let mut now = 0;
