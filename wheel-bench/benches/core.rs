@@ -335,32 +335,23 @@ fn batch_for(n: usize) -> u64 {
 /// Insert alone, at `n` pending. Each batch of timed inserts is followed by
 /// as many untimed cancels of random timers, so `n` holds within a batch.
 fn insert<Q: TimerQueue>(group: &mut BenchmarkGroup<'_, ThreadTime>, n: usize, make: fn() -> Q) {
-    let mut slot = None;
-    group.bench_function(BenchmarkId::new(Q::NAME, n), |b| {
-        let bed = bed(&mut slot, make, n);
-        b.iter_custom(|iters| {
-            let mut timed = Duration::ZERO;
-            let mut left = iters;
-            while left > 0 {
-                let batch = left.min(batch_for(n));
-                timed += measure(|| {
-                    for _ in 0..batch {
-                        bed.push();
-                    }
-                });
-                for _ in 0..batch {
-                    bed.cancel_random();
-                }
-                left -= batch;
-            }
-            timed
-        });
-    });
+    batched(group, n, make, true);
 }
 
 /// Cancel alone, of a random pending timer, at `n` pending: the mirror of
 /// `insert`, with the refilling inserts untimed.
 fn cancel<Q: TimerQueue>(group: &mut BenchmarkGroup<'_, ThreadTime>, n: usize, make: fn() -> Q) {
+    batched(group, n, make, false);
+}
+
+/// Batches of inserts, each followed by as many cancels of random timers;
+/// only the inserts are timed if `time_inserts`, else only the cancels.
+fn batched<Q: TimerQueue>(
+    group: &mut BenchmarkGroup<'_, ThreadTime>,
+    n: usize,
+    make: fn() -> Q,
+    time_inserts: bool,
+) {
     let mut slot = None;
     group.bench_function(BenchmarkId::new(Q::NAME, n), |b| {
         let bed = bed(&mut slot, make, n);
@@ -369,14 +360,15 @@ fn cancel<Q: TimerQueue>(group: &mut BenchmarkGroup<'_, ThreadTime>, n: usize, m
             let mut left = iters;
             while left > 0 {
                 let batch = left.min(batch_for(n));
-                for _ in 0..batch {
-                    bed.push();
+                let inserts = |bed: &mut Bed<Q>| (0..batch).for_each(|_| bed.push());
+                let cancels = |bed: &mut Bed<Q>| (0..batch).for_each(|_| bed.cancel_random());
+                if time_inserts {
+                    timed += measure(|| inserts(bed));
+                    cancels(bed);
+                } else {
+                    inserts(bed);
+                    timed += measure(|| cancels(bed));
                 }
-                timed += measure(|| {
-                    for _ in 0..batch {
-                        bed.cancel_random();
-                    }
-                });
                 left -= batch;
             }
             timed

@@ -81,9 +81,7 @@ fn heap(args: &DelayArgs, progress: bool) -> Result<DelayOutcome, RunError> {
 }
 
 fn tokio_tasks(args: &DelayArgs, progress: bool) -> Result<DelayOutcome, RunError> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_time()
-        .build()?;
+    let rt = super::tokio_runtime()?;
     let mut run = Run::start(args, Impl::Tokio, progress)?;
     let rec = run.rec;
     let draws = run.draws();

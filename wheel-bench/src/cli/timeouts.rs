@@ -45,9 +45,7 @@ pub fn run(args: &TimeoutsArgs, imp: Impl, progress: bool) -> Result<TimeoutsOut
             })
         }
         Impl::Tokio => {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .enable_time()
-                .build()?;
+            let rt = super::tokio_runtime()?;
             bench.drive(|lane| {
                 let _runtime = rt.enter();
                 let mut cx = Context::from_waker(Waker::noop());
@@ -60,9 +58,7 @@ pub fn run(args: &TimeoutsArgs, imp: Impl, progress: bool) -> Result<TimeoutsOut
             })
         }
         Impl::DelayQueue => {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .enable_time()
-                .build()?;
+            let rt = super::tokio_runtime()?;
             bench.drive(|lane| {
                 let _runtime = rt.enter();
                 let mut cx = Context::from_waker(Waker::noop());
