@@ -18,7 +18,7 @@
 pub mod queue_ops;
 pub mod wheel_ops;
 
-use arbitrary::Unstructured;
+use arbitrary::{Arbitrary, Unstructured};
 use wheel_core::{FixedWheel, Wheel};
 
 use crate::wheel_ops::{run, Case};
@@ -218,4 +218,25 @@ pub fn run_geometry(index: usize, case: &Case) {
         ),
         other => panic!("no geometry {other}: there are {}", GEOMETRIES.len()),
     }
+}
+
+/// Decodes up to `max` values, stopping quietly when the data runs out or
+/// stops decoding: the shared loop of the op decoders.
+///
+/// # Examples
+/// ```
+/// use arbitrary::Unstructured;
+///
+/// let bytes: Vec<u8> = wheel_model::decode_up_to(&mut Unstructured::new(&[1, 2, 3]), 2);
+/// assert_eq!(bytes, [1, 2]);
+/// ```
+pub fn decode_up_to<'a, T: Arbitrary<'a>>(u: &mut Unstructured<'a>, max: usize) -> Vec<T> {
+    let mut values = Vec::new();
+    while values.len() < max && !u.is_empty() {
+        match u.arbitrary() {
+            Ok(value) => values.push(value),
+            Err(_) => break,
+        }
+    }
+    values
 }

@@ -60,14 +60,7 @@ pub enum QueueOp {
 /// assert!(!ops.is_empty());
 /// ```
 pub fn decode_ops(u: &mut Unstructured<'_>) -> Vec<QueueOp> {
-    let mut ops = Vec::new();
-    while ops.len() < MAX_OPS && !u.is_empty() {
-        match u.arbitrary() {
-            Ok(op) => ops.push(op),
-            Err(_) => break,
-        }
-    }
-    ops
+    crate::decode_up_to(u, MAX_OPS)
 }
 
 /// Runs `ops` on a fresh channel and a `VecDeque`, checking every sequence

@@ -293,14 +293,7 @@ pub enum Empty {
 /// assert!(!decode_ops(&mut Unstructured::new(&[0; 64])).is_empty());
 /// ```
 pub fn decode_ops(u: &mut Unstructured<'_>) -> Vec<Op> {
-    let mut ops = Vec::new();
-    while ops.len() < MAX_OPS && !u.is_empty() {
-        match u.arbitrary() {
-            Ok(op) => ops.push(op),
-            Err(_) => break,
-        }
-    }
-    ops
+    crate::decode_up_to(u, MAX_OPS)
 }
 
 /// Where a wheel's clock starts.
