@@ -68,6 +68,16 @@ fn help_explains_both_experiments() {
     }
 }
 
+/// The stdout of a run that must have succeeded (else its stderr is shown).
+fn stdout_of_success(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// The value of `"key":` in a flat JSON object, as written.
 fn field<'a>(object: &'a str, key: &str) -> &'a str {
     let tag = format!("\"{key}\":");
@@ -97,12 +107,7 @@ fn quick_delay_prints_json_rows_and_plots() {
     );
     let legend = chart.lines().any(|l| l.trim() == "heap");
     assert!(legend, "the chart has no `heap` legend");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = stdout_of_success(&out);
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.len(), 1, "{stdout}");
     let row = lines[0];
@@ -145,12 +150,7 @@ fn quick_timeouts_prints_json_rows() {
         "--secs",
         "0.1",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = stdout_of_success(&out);
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.len(), 2, "{stdout}");
     assert_eq!(field(lines[0], "impl"), "\"wheel\"");
