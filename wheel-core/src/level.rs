@@ -26,7 +26,7 @@ pub(crate) fn stripe_of(index: u32) -> usize {
 pub(crate) struct Level<const SLOTS: usize> {
     /// Bit `s` is set iff some list of `heads[s]` is not [`NIL`].
     pub(crate) occupied: u64,
-    /// First entry of each of each slot's doubly-linked lists.
+    /// First entry of each of the slot's doubly-linked lists.
     pub(crate) heads: [Heads; SLOTS],
 }
 
@@ -79,6 +79,17 @@ impl<const SLOTS: usize, const LEVELS: usize> Geometry<SLOTS, LEVELS> {
     #[inline(always)]
     pub(crate) fn slot_for(tick: u64, level: usize) -> usize {
         ((tick >> Self::shift(level)) & Self::MASK) as usize
+    }
+
+    /// The list a deadline belongs on with the clock at `now`: `None` for
+    /// the due lists, else (level, slot).
+    #[inline(always)]
+    pub(crate) fn place(now: u64, deadline: u64) -> Option<(usize, usize)> {
+        if deadline <= now {
+            return None;
+        }
+        let level = Self::level_for(now, deadline);
+        Some((level, Self::slot_for(deadline, level)))
     }
 
     /// The first tick of `slot` on `level` in the rotation that contains `now`.
@@ -143,20 +154,44 @@ impl<const SLOTS: usize, const LEVELS: usize> Lists<SLOTS, LEVELS> {
     /// Clears the bits of a slot whose lists are all empty.
     #[inline(always)]
     pub(crate) fn clear_if_empty(&mut self, level: usize, slot: usize) {
-        let lvl = &mut self.levels[level];
-        if lvl.heads[slot] == NO_HEADS {
-            lvl.occupied &= !(1 << slot);
-            if lvl.occupied == 0 {
-                self.occupied_levels &= !(1 << level);
-            }
+        if self.levels[level].heads[slot] == NO_HEADS {
+            self.clear_slot(level, slot);
         }
+    }
+
+    /// Clears a slot's bit, and its level's if that was the last.
+    #[inline(always)]
+    fn clear_slot(&mut self, level: usize, slot: usize) {
+        let lvl = &mut self.levels[level];
+        lvl.occupied &= !(1 << slot);
+        if lvl.occupied == 0 {
+            self.occupied_levels &= !(1 << level);
+        }
+    }
+
+    /// Whether a slot's bit is set.
+    #[inline(always)]
+    pub(crate) fn is_occupied(&self, level: usize, slot: usize) -> bool {
+        self.levels[level].occupied & (1 << slot) != 0
+    }
+
+    /// The first occupied slot of the lowest level in `levels` (a mask of
+    /// level bits) that has one: (level, slot).
+    #[inline(always)]
+    pub(crate) fn first_slot(&self, levels: u64) -> Option<(usize, usize)> {
+        let levels = self.occupied_levels & levels;
+        if levels == 0 {
+            return None;
+        }
+        let level = levels.trailing_zeros() as usize;
+        Some((level, self.levels[level].occupied.trailing_zeros() as usize))
     }
 
     /// Takes a slot's lists whole, clearing its bits.
     #[inline(always)]
     pub(crate) fn take_slot(&mut self, level: usize, slot: usize) -> Heads {
         let heads = core::mem::replace(&mut self.levels[level].heads[slot], NO_HEADS);
-        self.clear_if_empty(level, slot);
+        self.clear_slot(level, slot);
         heads
     }
 }

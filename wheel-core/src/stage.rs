@@ -16,6 +16,9 @@
 //!   only when it heads a list (the only time unlinking needs to know which
 //!   list): it is staged iff the slot's own list head for its stripe is not
 //!   that timer.
+//! - Staging ends when its slot is processed or empties (its last timer
+//!   cancelled or moved away), so a staging in progress always has its slot
+//!   occupied and a start after the clock.
 
 use crate::level::{stripe_of, Geometry, Lists, NO_HEADS};
 
@@ -48,21 +51,18 @@ impl<const SLOTS: usize, const LEVELS: usize> Staged<SLOTS, LEVELS> {
         self.lists.occupied_levels == 0 && self.lists.due == NO_HEADS
     }
 
-    /// Whether level `level`'s slot `slot` is the one being staged.
+    /// Whether level `level`'s slot `slot` is the one being staged (callers
+    /// reach a `Staged` through `Stage::active`, so one is).
     #[inline]
     pub(crate) fn covers(&self, level: usize, slot: usize) -> bool {
-        self.level != 0 && self.level == level && self.slot == slot
+        self.level == level && self.slot == slot
     }
 
     /// Where a timer of the staged slot goes: `None` for the staged due
     /// list, else (level, slot) relative to `start`.
     #[inline]
     pub(crate) fn place_of(&self, deadline: u64) -> Option<(usize, usize)> {
-        if deadline <= self.start {
-            return None;
-        }
-        let level = Geometry::<SLOTS, LEVELS>::level_for(self.start, deadline);
-        Some((level, Geometry::<SLOTS, LEVELS>::slot_for(deadline, level)))
+        Geometry::<SLOTS, LEVELS>::place(self.start, deadline)
     }
 
     /// The list head a staged timer belongs under, marking it occupied.

@@ -496,17 +496,10 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     pub fn cascade_ahead(&mut self, max: usize) -> usize {
         let now = self.now;
         let area = self.stage.area();
-        if area.level != 0 && area.start <= now {
-            // Its slot emptied and the clock passed it: nothing is staged.
-            area.finish();
-        }
         if area.level == 0 {
-            let above = self.lists.occupied_levels & !1;
-            if above == 0 {
+            let Some((level, slot)) = self.lists.first_slot(!1) else {
                 return 0;
-            }
-            let level = above.trailing_zeros() as usize;
-            let slot = self.lists.levels[level].occupied.trailing_zeros() as usize;
+            };
             area.level = level;
             area.slot = slot;
             area.start = Geometry::<SLOTS, LEVELS>::slot_start(now, level, slot);
@@ -596,10 +589,13 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
         }
         if let Some(st) = self.stage.active() {
             assert!(
-                st.start > self.now || st.is_empty(),
-                "timers staged for {} at now {}",
+                st.start > self.now && self.lists.is_occupied(st.level, st.slot),
+                "staging for level {} slot {} (start {}) at now {}, slot occupied: {}",
+                st.level,
+                st.slot,
                 st.start,
-                self.now
+                self.now,
+                self.lists.is_occupied(st.level, st.slot)
             );
             assert!(st.level < LEVELS, "staging level {}", st.level);
             for (stripe, &head) in st.lists.due.iter().enumerate() {
@@ -667,7 +663,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
                 "entry {index} is on list {stripe} of {place:?}"
             );
             assert_eq!(
-                Self::place_at(at, node.deadline),
+                Geometry::<SLOTS, LEVELS>::place(at, node.deadline),
                 place,
                 "entry {index} (deadline {}) is in list {place:?} at clock {at}",
                 node.deadline,
@@ -683,17 +679,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     /// The list a deadline belongs on: `None` for the due list, else (level, slot).
     #[inline(always)]
     fn place_of(&self, deadline: u64) -> Option<(usize, usize)> {
-        Self::place_at(self.now, deadline)
-    }
-
-    /// [`place_of`](Self::place_of) with the clock at `now`.
-    #[inline(always)]
-    fn place_at(now: u64, deadline: u64) -> Option<(usize, usize)> {
-        if deadline <= now {
-            return None;
-        }
-        let level = Geometry::<SLOTS, LEVELS>::level_for(now, deadline);
-        Some((level, Geometry::<SLOTS, LEVELS>::slot_for(deadline, level)))
+        Geometry::<SLOTS, LEVELS>::place(self.now, deadline)
     }
 
     /// The earliest occupied slot: the lowest occupied level's first slot
@@ -701,11 +687,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     /// a lower level's slots all end before a higher level's next one starts).
     #[inline]
     fn next_slot(&self) -> Option<(usize, usize, u64)> {
-        if self.lists.occupied_levels == 0 {
-            return None;
-        }
-        let level = self.lists.occupied_levels.trailing_zeros() as usize;
-        let slot = self.lists.levels[level].occupied.trailing_zeros() as usize;
+        let (level, slot) = self.lists.first_slot(u64::MAX)?;
         Some((
             level,
             slot,
@@ -756,9 +738,13 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
                     // It heads a staged list, not the slot's own.
                     st.pop_head(index, link.deadline, next);
                 }
-                // The slot stays occupied while it has timers staged.
+                // The slot stays occupied while it has timers staged, and
+                // staging ends when the slot empties.
                 if st.is_empty() {
                     self.lists.clear_if_empty(level, slot);
+                    if !self.lists.is_occupied(level, slot) {
+                        st.finish();
+                    }
                 }
                 return;
             }
@@ -792,14 +778,15 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
 
     /// Adds due lists to the due lists.
     fn splice_due(&mut self, lists: Heads) {
-        if self.lists.due == NO_HEADS {
-            self.lists.due = lists;
-            return;
-        }
-        for mut index in lists {
+        // List `s` holds only entries of stripe `s`, so lists pair up.
+        for (due, mut index) in self.lists.due.iter_mut().zip(lists) {
+            if *due == NIL {
+                *due = index;
+                continue;
+            }
             while index != NIL {
                 let next = self.slab.link(index).next;
-                Self::push_front(&mut self.slab, &mut self.lists.due[stripe_of(index)], index);
+                Self::push_front(&mut self.slab, due, index);
                 index = next;
             }
         }
@@ -820,6 +807,11 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
         }
         self.now = start;
         let mut cursors = self.lists.take_slot(level, slot);
+        if level == 0 {
+            // Every timer in a level-0 slot is due exactly at its start.
+            self.splice_due(cursors);
+            return true;
+        }
         if let Some(st) = self.stage.active_mut() {
             if st.covers(level, slot) {
                 // The levels below are empty now; the staged ones take their
@@ -835,15 +827,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
                 let due = core::mem::replace(&mut st.lists.due, NO_HEADS);
                 st.finish();
                 self.splice_due(due);
-            } else if st.start < start {
-                // Its slot emptied and was passed over: nothing is staged.
-                st.finish();
             }
-        }
-        if level == 0 && self.lists.due == NO_HEADS {
-            // Every timer in a level-0 slot is due exactly at its start: splice.
-            self.lists.due = cursors;
-            return true;
         }
         // The lists are walked in lockstep: each one's next link is a load
         // that does not wait for the others', so their misses overlap.

@@ -514,3 +514,23 @@ fn reschedule_out_of_the_due_list() {
     );
     wheel.validate();
 }
+
+/// Staging ends when its slot empties, so cascading ahead moves on to the
+/// next slot instead of idling until the clock passes the emptied one.
+#[test]
+fn cascading_ahead_moves_on_when_the_staged_slot_empties() {
+    let mut wheel = Wheel::new();
+    let first = wheel.insert(5_000, 'a'); // level 2, the slot starting at 4096
+    wheel.insert(9_000, 'b'); // level 2, the slot starting at 8192
+    assert_eq!(wheel.cascade_ahead(1), 1);
+    assert_eq!(wheel.cancel(first), Some('a'));
+    wheel.validate();
+    assert_eq!(wheel.cascade_ahead(100), 1, "the 8192 slot was not staged");
+    wheel.validate();
+    assert_eq!(wheel.next_expiration(), Some(8_192));
+    let fired: Vec<_> = wheel
+        .advance(9_000)
+        .map(|e| (e.deadline, e.value))
+        .collect();
+    assert_eq!(fired, [(9_000, 'b')]);
+}
