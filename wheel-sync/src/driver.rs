@@ -4,8 +4,8 @@
 //!
 //! - The driver alone owns the wheel and pops the submission queue. A round:
 //!   pop at most [`BATCH`] submissions and make the wheel agree with each;
-//!   advance to the current tick, firing what is due; then park until the
-//!   next expiration — or indefinitely when the wheel is empty.
+//!   advance to the current tick, firing what is due; if the batch was full,
+//!   go again; else cascade ahead while there is time, then park (below).
 //! - While the wheel holds timers the driver sleeps at most
 //!   [`RECLAIM_EVERY`], so cancelled entries are freed promptly without the
 //!   cancelling thread paying for a wake-up. With an empty wheel it naps
@@ -16,9 +16,12 @@
 //!   the driver stores its planned wake-up tick in `sleeping_until`, fences,
 //!   and parks only if the queue is still empty; a producer pushes, fences,
 //!   and reads `sleeping_until`. Either the driver sees the submission or the
-//!   producer sees the plan. The producer unparks only if its tick is earlier
-//!   than the plan, or every [`WAKE_EVERY`]th submission so that a backlog
-//!   (cancellations to reclaim, far timers) never piles up while it sleeps.
+//!   producer sees the plan. The producer unparks only if the tick by which
+//!   the driver must see its message is earlier than the plan, or every
+//!   [`WAKE_EVERY`]th submission so that a backlog (cancellations to
+//!   reclaim, far timers) never piles up while it sleeps. A `Sleep` reset
+//!   earlier while its message is still queued pushes nothing, but makes the
+//!   same fence-and-compare ([`Shared::hurry`]).
 //! - Backpressure: a producer that finds more than [`BACKLOG_HIGH`]
 //!   submissions queued yields to the driver until half are filed, so the
 //!   queue (and memory) stays bounded when producers outnumber cores.
@@ -187,6 +190,36 @@ impl Shared {
             self.throttle();
         }
         Ok(())
+    }
+
+    /// An entry whose message is still queued now wants the driver by tick
+    /// `look_by` (a `Sleep` reset earlier): unparks a driver planning to wake
+    /// later. The fence pairs with `park`'s, as in `submit`: either the
+    /// driver sees the queued message before it sleeps, or this sees its plan.
+    pub(crate) fn hurry(&self, look_by: u64) {
+        fence(Ordering::SeqCst);
+        self.wake_driver_if(|planned| look_by < planned);
+    }
+
+    /// Cancels `entry` if it is still pending, for its owner: counts it out
+    /// and, unless a message for it is already queued, queues `message()` (a
+    /// reference to it) so the driver frees it in its next round. Returns
+    /// whether it was pending.
+    pub(crate) fn cancel(
+        &self,
+        entry: &Entry<dyn Action>,
+        message: impl FnOnce() -> EntryRef,
+    ) -> bool {
+        let Some(finished) = entry.cancel() else {
+            return false;
+        };
+        self.release();
+        if finished.must_push {
+            // By the round before its deadline: it never needs the driver sooner.
+            let look_by = finished.tick.saturating_sub(1);
+            let _ = self.submit(entry, message(), look_by);
+        }
+        true
     }
 
     /// Unparks a sleeping driver if `needed(planned wake-up tick)`. The

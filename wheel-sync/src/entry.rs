@@ -109,12 +109,12 @@ impl<A: ?Sized> Entry<A> {
             .ok()
     }
 
-    /// A producer's `PENDING -> to`. `None` if no longer pending; else
+    /// A producer's `PENDING -> CANCELLED`. `None` if no longer pending; else
     /// the timer's tick, and whether the caller must push the entry so the
     /// driver sees the change (`false` when a message is already queued).
-    pub(crate) fn finish(&self, to: u64) -> Option<Finished> {
+    pub(crate) fn cancel(&self) -> Option<Finished> {
         let old =
-            self.update(|w| (state_of(w) == PENDING).then_some((w & !STATE) | to | QUEUED))?;
+            self.update(|w| (state_of(w) == PENDING).then_some((w & !STATE) | CANCELLED | QUEUED))?;
         Some(Finished {
             tick: tick_of(old),
             must_push: old & QUEUED == 0,

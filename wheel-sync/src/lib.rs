@@ -29,8 +29,9 @@
 //!   backlog never builds while it sleeps) — never on every submission.
 //! - **The driver** drains submissions in bounded batches, advances the wheel
 //!   to the current tick, runs due callbacks (panics are caught and counted)
-//!   and wakes due futures, then parks until the next expiration, or
-//!   indefinitely when there is none: no idle ticking.
+//!   and wakes due futures, then parks until the next expiration (at most
+//!   100 ms, to free cancelled entries), or indefinitely when there is none
+//!   and nothing arrived in the last nap: no idle ticking.
 //! - **Time**: deadlines round *up* to the tick (1 ms by default) and the
 //!   clock rounds down, so nothing fires early; under light load a timer
 //!   fires within about one tick of its deadline. After a stall, everything
@@ -637,17 +638,8 @@ impl TimerHandle {
     /// assert!(handle.cancel());
     /// ```
     pub fn cancel(&self) -> bool {
-        let Some(finished) = self.entry.finish(CANCELLED) else {
-            return false;
-        };
-        let shared = self.service.shared();
-        shared.release();
-        if finished.must_push {
-            // So the driver frees it in its next round, before its deadline.
-            let look_by = finished.tick.saturating_sub(1);
-            let _ = shared.submit(&self.entry, self.entry.clone(), look_by);
-        }
-        true
+        let entry = &self.entry;
+        self.service.shared().cancel(entry, || entry.clone())
     }
 
     /// Whether the timer was cancelled, or abandoned by a shutdown: either

@@ -6,7 +6,7 @@ use core::pin::Pin;
 use core::task::{Context, Poll};
 use std::time::Instant;
 
-use crate::entry::{self, Entry, Wake, ABANDONED, CANCELLED, FIRED};
+use crate::entry::{self, Entry, Wake, ABANDONED, FIRED};
 use crate::sync::ErasedArc;
 use crate::TimerService;
 
@@ -133,6 +133,10 @@ impl Sleep {
         }
         if must_push {
             let _ = shared.submit(&*self.entry, self.entry.clone(), tick);
+        } else {
+            // Its message is still queued and carries the new tick, but a
+            // driver asleep past `tick` must be told to look sooner.
+            shared.hurry(tick);
         }
     }
 }
@@ -160,14 +164,8 @@ impl Future for Sleep {
 
 impl Drop for Sleep {
     fn drop(&mut self) {
-        if let Some(finished) = self.entry.finish(CANCELLED) {
-            let shared = self.service.shared();
-            shared.release();
-            if finished.must_push {
-                let look_by = finished.tick.saturating_sub(1);
-                let _ = shared.submit(&*self.entry, self.entry.clone(), look_by);
-            }
-        }
+        let entry = &self.entry;
+        self.service.shared().cancel(&**entry, || entry.clone());
     }
 }
 

@@ -1293,3 +1293,30 @@ fn an_idle_service_stops_waking_up() {
     };
     assert!(wait_until(settled), "the driver kept waking up");
 }
+
+/// A `Sleep` reset to an earlier deadline while its first message is still
+/// queued must wake a driver that sleeps past the new deadline; otherwise it
+/// fires only when the driver's nap ends (up to 100 ms late). The fastest of
+/// three tries is compared, so one slow scheduling of this thread cannot fail
+/// it.
+#[test]
+fn reset_earlier_wakes_a_sleeping_driver() {
+    let timers = TimerService::new();
+    let _far = timers.schedule(HOUR, || ()).unwrap();
+    let fastest = (0..3)
+        .map(|_| {
+            // Let the driver file everything and go to sleep.
+            thread::sleep(Duration::from_millis(20));
+            let mut sleep = timers.sleep(HOUR);
+            let start = Instant::now();
+            sleep.reset(start + Duration::from_millis(1));
+            block_on(&mut sleep);
+            start.elapsed()
+        })
+        .min()
+        .unwrap();
+    assert!(
+        fastest < Duration::from_millis(50),
+        "a reset 1 ms ahead took {fastest:?}"
+    );
+}
