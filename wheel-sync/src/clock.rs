@@ -56,7 +56,21 @@ impl Clock {
     /// The last tick that has begun.
     #[inline]
     pub(crate) fn now_tick(&self) -> u64 {
-        (self.ns_since_origin(Instant::now()) / self.tick_ns).min(MAX_TICK)
+        self.tick_at(Instant::now())
+    }
+
+    /// The last tick begun at `t`.
+    #[inline]
+    pub(crate) fn tick_at(&self, t: Instant) -> u64 {
+        (self.ns_since_origin(t) / self.tick_ns).min(MAX_TICK)
+    }
+
+    /// How far `t` is past the start of `tick`, in nanoseconds (0 if not);
+    /// u64 arithmetic, for the driver's per-timer lateness.
+    #[inline]
+    pub(crate) fn ns_past(&self, t: Instant, tick: u64) -> u64 {
+        self.ns_since_origin(t)
+            .saturating_sub(tick.saturating_mul(self.tick_ns))
     }
 
     /// When `tick` begins; `None` if that is beyond what `Instant` can hold.

@@ -176,10 +176,7 @@ impl Shared {
         let seq = self.producer.push(message);
         fence(Ordering::SeqCst);
         if self.shutdown.load(Ordering::Relaxed) {
-            if entry.abandon() {
-                self.release();
-                entry.action.abandon();
-            } else if entry.state() == FIRED {
+            if !self.abandon(entry) && entry.state() == FIRED {
                 return Ok(()); // the driver filed and fired it before stopping
             }
             return Err(ScheduleError::Shutdown);
@@ -263,7 +260,7 @@ impl Shared {
         }
     }
 
-    fn on_driver_thread(&self) -> bool {
+    pub(crate) fn on_driver_thread(&self) -> bool {
         let driver = self.driver.lock().unwrap_or_else(|e| e.into_inner());
         driver
             .as_ref()
@@ -272,9 +269,22 @@ impl Shared {
 
     /// Sets the shutdown flag and wakes the driver.
     pub(crate) fn begin_shutdown(&self) {
-        self.shutdown.store(true, Ordering::Release);
-        fence(Ordering::SeqCst);
+        // SeqCst: with `submit`'s fence, a producer either sees the flag or
+        // its push is seen by the driver's last round.
+        self.shutdown.store(true, Ordering::SeqCst);
         self.unpark_driver();
+    }
+
+    /// Moves a pending timer to `ABANDONED` at shutdown: counts it out and
+    /// wakes a waiting task (or drops the callback). Returns whether it was
+    /// pending.
+    fn abandon(&self, entry: &Entry<dyn Action>) -> bool {
+        let abandoned = entry.abandon();
+        if abandoned {
+            self.release();
+            entry.action.abandon();
+        }
+        abandoned
     }
 
     fn unpark_driver(&self) {
@@ -324,8 +334,7 @@ impl Driver {
                 return self.abandon_all();
             }
             let filed = self.file_submissions(BATCH);
-            let now = self.shared.clock.now_tick();
-            self.fire_due(now);
+            self.fire_due(Instant::now());
             if filed == BATCH {
                 continue;
             }
@@ -385,7 +394,8 @@ impl Driver {
         }
     }
 
-    /// Fires every timer due at or before `now`, in deadline order.
+    /// Fires every timer due at or before the tick of `started`, in deadline
+    /// order; lateness is measured from `started`.
     ///
     /// Due timers come out of the wheel [`FIRE_BATCH`] at a time, and each
     /// one's state word is read as it comes out. That pass has no locked
@@ -393,9 +403,9 @@ impl Driver {
     /// (each a separate allocation, untouched since it was filed) overlap;
     /// firing one at a time, each miss would wait behind the previous
     /// timer's compare-exchange.
-    fn fire_due(&mut self, now: u64) {
+    fn fire_due(&mut self, started: Instant) {
         let shared = &*self.shared;
-        let started = Instant::now();
+        let now = shared.clock.tick_at(started);
         let (mut fired, mut panicked, mut cancelled) = (0, 0, 0);
         let (mut late_sum, mut late_max) = (0u64, 0u64);
         let mut advance = self.wheel.advance(now);
@@ -420,12 +430,9 @@ impl Driver {
                     continue;
                 }
                 shared.release();
-                if let Some(due) = shared.clock.instant_of(deadline) {
-                    let late = started.saturating_duration_since(due).as_nanos();
-                    let late = u64::try_from(late).unwrap_or(u64::MAX);
-                    late_sum = late_sum.saturating_add(late);
-                    late_max = late_max.max(late);
-                }
+                let late = shared.clock.ns_past(started, deadline);
+                late_sum = late_sum.saturating_add(late);
+                late_max = late_max.max(late);
                 fired += 1;
                 if !entry.action.fire() {
                     panicked += 1;
@@ -494,16 +501,19 @@ impl Driver {
         fence(Ordering::SeqCst);
         if self.consumer.is_empty() && !shared.shutdown.load(Ordering::Relaxed) {
             DriverStats::bump(&shared.stats.wakeups, 1);
-            match plan.and_then(|tick| shared.clock.instant_of(tick)) {
+            match plan {
                 // Idle: nothing can come due, so nothing to reclaim either.
-                None if plan.is_none() => thread::park(),
-                due => {
+                None => thread::park(),
+                Some(tick) => {
                     // Timers pending: wake at least every RECLAIM_EVERY, so a
                     // cancelled timer is freed then, with no wake-up paid by
                     // the thread that cancelled it.
                     let now = Instant::now();
                     let cap = now + RECLAIM_EVERY;
-                    let at = due.map_or(cap, |due| due.min(cap));
+                    let at = shared
+                        .clock
+                        .instant_of(tick)
+                        .map_or(cap, |due| due.min(cap));
                     if at > now {
                         thread::park_timeout(at - now);
                     }
@@ -521,9 +531,7 @@ impl Driver {
         for expired in self.wheel.drain() {
             let entry = expired.value;
             entry.set_slot(SLOT_OUT);
-            if entry.abandon() {
-                shared.release();
-                entry.action.abandon();
+            if shared.abandon(&entry) {
                 unfired += 1;
             }
         }

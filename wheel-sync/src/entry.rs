@@ -79,11 +79,17 @@ pub(crate) fn tick_of(word: u64) -> u64 {
     word >> TICK_SHIFT
 }
 
+/// The word of a timer pending at `tick` with a message on its way.
+#[inline]
+fn queued_pending(tick: u64) -> u64 {
+    tick.min(MAX_TICK) << TICK_SHIFT | QUEUED | PENDING
+}
+
 impl<A> Entry<A> {
     /// A pending entry, marked `QUEUED`: its creator pushes it next.
     pub(crate) fn new(tick: u64, action: A) -> Self {
         Self {
-            word: AtomicU64::new(tick.min(MAX_TICK) << TICK_SHIFT | QUEUED | PENDING),
+            word: AtomicU64::new(queued_pending(tick)),
             slot: AtomicU64::new(SLOT_NEW),
             action,
         }
@@ -92,7 +98,7 @@ impl<A> Entry<A> {
 
 impl<A: ?Sized> Entry<A> {
     #[inline]
-    pub(crate) fn word(&self) -> u64 {
+    fn word(&self) -> u64 {
         self.word.load(Ordering::Acquire)
     }
 
@@ -165,7 +171,7 @@ impl<A: ?Sized> Entry<A> {
     /// Returns the state it left and whether the caller must push the entry,
     /// or `None` if it was cancelled or abandoned.
     pub(crate) fn rearm(&self, tick: u64) -> Option<(u64, bool)> {
-        let new = tick.min(MAX_TICK) << TICK_SHIFT | QUEUED | PENDING;
+        let new = queued_pending(tick);
         let old = self.update(|w| matches!(state_of(w), PENDING | FIRED).then_some(new))?;
         Some((state_of(old), old & QUEUED == 0))
     }

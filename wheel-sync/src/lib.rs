@@ -294,13 +294,10 @@ impl Builder {
         let (shared, consumer) = Shared::new(Clock::new(self.tick), self.max_pending);
         let driver = Driver::new(shared.clone(), consumer);
         let join = thread::spawn_named(self.thread_name, move || driver.run())?;
-        let driver_thread = join.thread().clone();
-        let driver_id = driver_thread.id();
-        shared.set_driver(driver_thread);
+        shared.set_driver(join.thread().clone());
         Ok(TimerService {
             owner: Arc::new(Owner {
                 shared,
-                driver_id,
                 join: Mutex::new(Some(join)),
             }),
         })
@@ -310,7 +307,6 @@ impl Builder {
 /// Ends the driver when the last handle goes.
 struct Owner {
     shared: Arc<Shared>,
-    driver_id: thread::ThreadId,
     join: Mutex<Option<thread::JoinHandle<usize>>>,
 }
 
@@ -326,7 +322,7 @@ impl Drop for Owner {
         let join = self.take_join();
         // On the driver thread (a callback dropped the last handle) the
         // driver is already on its way out; it cannot join itself.
-        if thread::current().id() != self.driver_id {
+        if !self.shared.on_driver_thread() {
             if let Some(join) = join {
                 let _ = join.join();
             }
@@ -577,7 +573,7 @@ impl TimerService {
     /// assert_eq!(timers.schedule(Duration::ZERO, || ()).unwrap_err(), ScheduleError::Shutdown);
     /// ```
     pub fn shutdown(&self) -> Result<ShutdownReport, ShutdownError> {
-        if thread::current().id() == self.owner.driver_id {
+        if self.owner.shared.on_driver_thread() {
             return Err(ShutdownError::FromCallback);
         }
         let join = self

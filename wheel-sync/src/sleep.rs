@@ -6,7 +6,7 @@ use core::pin::Pin;
 use core::task::{Context, Poll};
 use std::time::Instant;
 
-use crate::entry::{self, Entry, Wake, ABANDONED, FIRED};
+use crate::entry::{Entry, Wake, ABANDONED, FIRED};
 use crate::sync::ErasedArc;
 use crate::TimerService;
 
@@ -173,7 +173,7 @@ impl fmt::Debug for Sleep {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Sleep")
             .field("deadline", &self.deadline)
-            .field("state", &entry::state_of(self.entry.word()))
+            .field("state", &self.entry.state())
             .finish()
     }
 }

@@ -38,14 +38,11 @@ pub(crate) mod thread {
     pub(crate) use loom::thread::{current, park, yield_now, JoinHandle, Thread};
 
     #[cfg(not(loom))]
-    pub(crate) use std::thread::{park_timeout, ThreadId};
+    pub(crate) use std::thread::park_timeout;
 
     /// For the unit tests' producer threads.
     #[cfg(all(test, not(loom)))]
     pub(crate) use std::thread::spawn;
-
-    #[cfg(loom)]
-    pub(crate) use loom::thread::ThreadId;
 
     /// Loom has no clock: a timed park is a plain park, which loom may end
     /// spuriously like the real one.
