@@ -5,6 +5,8 @@
 //! that is the [`Storage`] type parameter, so one wheel implementation serves
 //! both [`Wheel`](crate::Wheel) and [`FixedWheel`](crate::FixedWheel).
 
+use crate::Expired;
+
 /// The "no entry" index: ends lists and the free list.
 pub(crate) const NIL: u32 = u32::MAX;
 
@@ -406,9 +408,9 @@ impl<T, S: Storage<T>> Slab<T, S> {
         )
     }
 
-    /// Frees a live index, staling its id; returns the id, deadline and value.
+    /// Frees a live index, staling its id; returns the timer.
     #[inline]
-    pub(crate) fn remove(&mut self, index: u32) -> (TimerId, u64, T) {
+    pub(crate) fn remove(&mut self, index: u32) -> Expired<T> {
         let free_head = self.free_head;
         let entry = &mut self.storage.entries_mut()[index as usize];
         let generation = match entry {
@@ -425,7 +427,11 @@ impl<T, S: Storage<T>> Slab<T, S> {
         let id = TimerId { index, generation };
         self.free_head = index;
         self.len -= 1;
-        (id, self.link(index).deadline, value)
+        Expired {
+            id,
+            deadline: self.link(index).deadline,
+            value,
+        }
     }
 
     /// Counts the free list, for invariant checks.

@@ -320,7 +320,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     pub fn cancel(&mut self, id: TimerId) -> Option<T> {
         let index = self.slab.index_of(id)?;
         self.unlink(index);
-        Some(self.slab.remove(index).2)
+        Some(self.slab.remove(index).value)
     }
 
     /// Moves a pending timer to a new deadline (≤ [`now`](Self::now): due at
@@ -510,11 +510,8 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
             for head in heads.iter_mut() {
                 let index = *head;
                 if index != NIL && moved < max {
-                    let Link { next, deadline, .. } = *self.slab.link(index);
-                    *head = next;
-                    if next != NIL {
-                        self.slab.link_mut(next).prev = NIL;
-                    }
+                    Self::pop_front(&mut self.slab, head);
+                    let deadline = self.slab.link(index).deadline;
                     Self::push_front(&mut self.slab, area.head_for(index, deadline), index);
                     moved += 1;
                 }
@@ -703,6 +700,18 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
         Self::push_front(&mut self.slab, head, index);
     }
 
+    /// Takes the first entry off the non-empty list `head` starts.
+    #[inline(always)]
+    fn pop_front(slab: &mut Slab<T, S>, head: &mut u32) -> u32 {
+        let index = *head;
+        let next = slab.link(index).next;
+        *head = next;
+        if next != NIL {
+            slab.link_mut(next).prev = NIL;
+        }
+        index
+    }
+
     /// Makes `index` the first entry of the list `head` starts.
     #[inline(always)]
     fn push_front(slab: &mut Slab<T, S>, head: &mut u32, index: u32) {
@@ -761,19 +770,8 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
             .map(|k| (self.due_cursor + k) % STRIPES)
             .find(|&stripe| self.lists.due[stripe] != NIL)?;
         self.due_cursor = stripe + 1;
-        let head = &mut self.lists.due[stripe];
-        let index = *head;
-        let next = self.slab.link(index).next;
-        *head = next;
-        if next != NIL {
-            self.slab.link_mut(next).prev = NIL;
-        }
-        let (id, deadline, value) = self.slab.remove(index);
-        Some(Expired {
-            id,
-            deadline,
-            value,
-        })
+        let index = Self::pop_front(&mut self.slab, &mut self.lists.due[stripe]);
+        Some(self.slab.remove(index))
     }
 
     /// Adds due lists to the due lists.
@@ -796,15 +794,15 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     /// `target`: moves the clock to its start, then takes the whole slot and
     /// re-files each timer relative to the new clock — onto the due list if
     /// its deadline has come, else onto a strictly lower level. Returns
-    /// whether a slot was processed.
+    /// whether a slot was processed; if none was, the clock moves to
+    /// `max(now, target)`.
     #[inline]
     fn step(&mut self, target: u64) -> bool {
-        let Some((level, slot, start)) = self.next_slot() else {
+        let next = self.next_slot().filter(|&(_, _, start)| start <= target);
+        let Some((level, slot, start)) = next else {
+            self.now = self.now.max(target);
             return false;
         };
-        if start > target {
-            return false;
-        }
         self.now = start;
         let mut cursors = self.lists.take_slot(level, slot);
         if level == 0 {
@@ -884,7 +882,6 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> Iterator
                 return Some(expired);
             }
             if !self.wheel.step(self.target) {
-                self.wheel.now = self.wheel.now.max(self.target);
                 return None;
             }
         }
@@ -902,7 +899,6 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> Drop
         // Cascade what is left up to the target without yielding: every timer
         // with deadline ≤ target lands on the due list, and the clock moves.
         while self.wheel.step(self.target) {}
-        self.wheel.now = self.wheel.now.max(self.target);
     }
 }
 
@@ -939,12 +935,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> Iterator
             let index = self.index;
             self.index += 1;
             if self.wheel.slab.is_occupied(index) {
-                let (id, deadline, value) = self.wheel.slab.remove(index as u32);
-                return Some(Expired {
-                    id,
-                    deadline,
-                    value,
-                });
+                return Some(self.wheel.slab.remove(index as u32));
             }
         }
         None
