@@ -548,43 +548,13 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     /// wheel.validate();
     /// ```
     pub fn validate(&self) {
-        let mut linked = 0;
-        for (stripe, &head) in self.lists.due.iter().enumerate() {
-            linked += self.validate_list(head, self.now, None, stripe);
-        }
-        for (level, lvl) in self.lists.levels.iter().enumerate() {
-            assert_eq!(
-                self.lists.occupied_levels & (1 << level) != 0,
-                lvl.occupied != 0,
-                "occupied_levels {:#b} disagrees with level {level} bitmap {:#x}",
-                self.lists.occupied_levels,
-                lvl.occupied
-            );
-            let now_slot = Geometry::<SLOTS, LEVELS>::slot_for(self.now, level);
-            for (slot, heads) in lvl.heads.iter().enumerate() {
-                let staged = self
-                    .stage
-                    .active()
-                    .is_some_and(|st| st.covers(level, slot) && !st.is_empty());
-                assert_eq!(
-                    lvl.occupied & (1 << slot) != 0,
-                    *heads != NO_HEADS || staged,
-                    "level {level} slot {slot}: bitmap {:#x} vs heads {heads:?}, staged {staged}",
-                    lvl.occupied
-                );
-                if *heads != NO_HEADS || staged {
-                    assert!(
-                        slot > now_slot,
-                        "level {level} slot {slot} occupied at or behind now {} (slot {now_slot})",
-                        self.now
-                    );
-                }
-                for (stripe, &head) in heads.iter().enumerate() {
-                    linked += self.validate_list(head, self.now, Some((level, slot)), stripe);
-                }
-            }
-        }
-        if let Some(st) = self.stage.active() {
+        let staged = self.stage.active();
+        // The staged slot stays occupied while it holds staged timers.
+        let kept = staged
+            .filter(|st| !st.is_empty())
+            .map(|st| (st.level, st.slot));
+        let mut linked = self.validate_lists(&self.lists, self.now, kept, "live");
+        if let Some(st) = staged {
             assert!(
                 st.start > self.now && self.lists.is_occupied(st.level, st.slot),
                 "staging for level {} slot {} (start {}) at now {}, slot occupied: {}",
@@ -594,33 +564,13 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
                 self.now,
                 self.lists.is_occupied(st.level, st.slot)
             );
-            assert!(st.level < LEVELS, "staging level {}", st.level);
-            for (stripe, &head) in st.lists.due.iter().enumerate() {
-                linked += self.validate_list(head, st.start, None, stripe);
-            }
-            for (level, lvl) in st.lists.levels.iter().enumerate() {
-                assert!(
-                    level < st.level || lvl.occupied == 0,
-                    "staged level {level} at or above the staged slot's level {}",
-                    st.level
-                );
-                assert_eq!(
-                    st.lists.occupied_levels & (1 << level) != 0,
-                    lvl.occupied != 0,
-                    "staged occupied_levels {:#b} vs staged level {level}",
-                    st.lists.occupied_levels
-                );
-                for (slot, heads) in lvl.heads.iter().enumerate() {
-                    assert_eq!(
-                        lvl.occupied & (1 << slot) != 0,
-                        *heads != NO_HEADS,
-                        "staged level {level} slot {slot}: bitmap vs heads {heads:?}"
-                    );
-                    for (stripe, &head) in heads.iter().enumerate() {
-                        linked += self.validate_list(head, st.start, Some((level, slot)), stripe);
-                    }
-                }
-            }
+            assert!(
+                st.lists.occupied_levels >> st.level == 0,
+                "staged levels {:#b} at or above the staged slot's level {}",
+                st.lists.occupied_levels,
+                st.level
+            );
+            linked += self.validate_lists(&st.lists, st.start, None, "staged");
         }
         assert_eq!(
             linked,
@@ -633,6 +583,50 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
             self.slab.entries_len(),
             "free list + pending != entries"
         );
+    }
+
+    /// Checks one set of lists placed relative to clock `at`: bitmaps match
+    /// the heads (slot `kept` may be occupied with empty lists), occupied
+    /// slots lie after `at`'s, and every list holds what belongs there.
+    /// Returns how many timers they hold.
+    fn validate_lists(
+        &self,
+        lists: &Lists<SLOTS, LEVELS>,
+        at: u64,
+        kept: Option<(usize, usize)>,
+        what: &str,
+    ) -> usize {
+        let mut linked = 0;
+        for (stripe, &head) in lists.due.iter().enumerate() {
+            linked += self.validate_list(head, at, None, stripe);
+        }
+        for (level, lvl) in lists.levels.iter().enumerate() {
+            assert_eq!(
+                lists.occupied_levels & (1 << level) != 0,
+                lvl.occupied != 0,
+                "{what}: occupied_levels {:#b} disagrees with level {level} bitmap {:#x}",
+                lists.occupied_levels,
+                lvl.occupied
+            );
+            let at_slot = Geometry::<SLOTS, LEVELS>::slot_for(at, level);
+            for (slot, heads) in lvl.heads.iter().enumerate() {
+                let occupied = *heads != NO_HEADS || kept == Some((level, slot));
+                assert_eq!(
+                    lvl.occupied & (1 << slot) != 0,
+                    occupied,
+                    "{what}: level {level} slot {slot}: bitmap {:#x} vs heads {heads:?}",
+                    lvl.occupied
+                );
+                assert!(
+                    !occupied || slot > at_slot,
+                    "{what}: level {level} slot {slot} occupied at or behind clock {at} (slot {at_slot})"
+                );
+                for (stripe, &head) in heads.iter().enumerate() {
+                    linked += self.validate_list(head, at, Some((level, slot)), stripe);
+                }
+            }
+        }
+        linked
     }
 
     /// Checks one list's links and placement (relative to clock `at`);
