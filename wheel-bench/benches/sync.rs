@@ -2,7 +2,7 @@
 //!
 //! - `timeouts`: seed 001's request-timeout pattern. Each of T threads loops
 //!   "schedule a 1 s timeout, then cancel it" (the reply always comes first),
-//!   against one long-lived service: `wheel` (this crate's service), `heap`
+//!   against one long-lived service: `wheel` (wheel-sync's service), `heap`
 //!   (a `Mutex<BinaryHeap>` + `Condvar` scheduler thread, which is what a
 //!   scheduled executor is) and `tokio` (a `Sleep` polled once so it really
 //!   enters the runtime's wheel, then dropped, from plain threads that entered
@@ -25,7 +25,6 @@ use std::time::{Duration, Instant};
 
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, Throughput};
-use tokio::runtime::Runtime;
 use wheel_bench::peers::HeapScheduler;
 use wheel_sync::TimerService;
 
@@ -58,7 +57,7 @@ fn timeouts(c: &mut Criterion) {
         });
         drop(heap);
 
-        let rt = tokio_runtime();
+        let rt = wheel_bench::tokio_runtime().expect("the benchmark needs a tokio runtime");
         bench_crew(&mut group, "tokio", threads, |n| {
             let _runtime = rt.enter();
             let mut cx = Context::from_waker(Waker::noop());
@@ -85,7 +84,7 @@ fn sleep(c: &mut Criterion) {
         });
     });
     drop(timers);
-    let rt = tokio_runtime();
+    let rt = wheel_bench::tokio_runtime().expect("the benchmark needs a tokio runtime");
     group.bench_function("tokio", |b| {
         let _runtime = rt.enter();
         let mut cx = Context::from_waker(Waker::noop());
@@ -95,14 +94,6 @@ fn sleep(c: &mut Criterion) {
         });
     });
     group.finish();
-}
-
-/// A default multi-thread runtime (one worker per core), as an application would build.
-fn tokio_runtime() -> Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_time()
-        .build()
-        .expect("the benchmark needs a tokio runtime")
 }
 
 /// Benchmarks `lane` as `name/threads`: `lane(n)` runs `n` operations, on
@@ -121,7 +112,7 @@ fn bench_crew(
             scope.spawn(move || crew.work(index, lane));
         }
         let _dismiss = Dismiss(&crew);
-        group.bench_with_input(BenchmarkId::new(name, threads), &threads, |b, _| {
+        group.bench_function(BenchmarkId::new(name, threads), |b| {
             b.iter_custom(|iters| crew.run(iters));
         });
     });

@@ -153,28 +153,15 @@ pub fn run_bytes(target: Target, data: &[u8]) {
 /// # Panics
 /// On a disagreement with the model, or a capacity not in the list.
 pub fn run_fixed(capacity: usize, case: &Case) {
-    let start = case.start.tick();
+    fn fixed<const N: usize>(case: &Case) {
+        let mut wheel = FixedWheel::<u64, N>::starting_at(case.start.tick());
+        run(&mut wheel, &case.ops, Some(N));
+    }
     match capacity {
-        0 => run(
-            &mut FixedWheel::<u64, 0>::starting_at(start),
-            &case.ops,
-            Some(0),
-        ),
-        1 => run(
-            &mut FixedWheel::<u64, 1>::starting_at(start),
-            &case.ops,
-            Some(1),
-        ),
-        3 => run(
-            &mut FixedWheel::<u64, 3>::starting_at(start),
-            &case.ops,
-            Some(3),
-        ),
-        8 => run(
-            &mut FixedWheel::<u64, 8>::starting_at(start),
-            &case.ops,
-            Some(8),
-        ),
+        0 => fixed::<0>(case),
+        1 => fixed::<1>(case),
+        3 => fixed::<3>(case),
+        8 => fixed::<8>(case),
         other => panic!("no FixedWheel of capacity {other} here: pick from {FIXED_CAPACITIES:?}"),
     }
 }

@@ -158,9 +158,8 @@ impl State {
                 }
             }
             QueueOp::DropProducer(n) => {
-                if !self.producers.is_empty() {
-                    self.producers
-                        .swap_remove(usize::from(n) % self.producers.len());
+                if let Some(i) = self.index(n) {
+                    self.producers.swap_remove(i);
                     self.restart_if_gone(step);
                 }
             }
@@ -172,18 +171,19 @@ impl State {
         }
     }
 
+    /// Which live producer `n` picks; `None` when there is none.
+    fn index(&self, n: u8) -> Option<usize> {
+        (!self.producers.is_empty()).then(|| usize::from(n) % self.producers.len())
+    }
+
     fn producer(&self, n: u8) -> Option<&Producer<Tracked>> {
-        if self.producers.is_empty() {
-            return None;
-        }
-        Some(&self.producers[usize::from(n) % self.producers.len()])
+        self.index(n).map(|i| &self.producers[i])
     }
 
     fn push(&mut self, producer: u8, count: usize, step: usize) {
-        if self.producers.is_empty() {
+        let Some(producer) = self.index(producer) else {
             return;
-        }
-        let producer = usize::from(producer) % self.producers.len();
+        };
         for _ in 0..count {
             let id = self.next_id;
             self.next_id += 1;

@@ -430,6 +430,12 @@ impl Model {
         }
     }
 
+    /// Forgets every pending timer (the wheel was drained or cleared).
+    fn clear_pending(&mut self) {
+        self.pending.clear();
+        self.by_deadline.clear();
+    }
+
     fn earliest(&self) -> Option<u64> {
         self.by_deadline.first().map(|&(deadline, _)| deadline)
     }
@@ -618,8 +624,7 @@ impl<S: Storage<u64>, const SLOTS: usize, const LEVELS: usize> Runner<'_, S, SLO
             Op::Empty(Empty::Drain(take)) => self.drain(usize::from(take), step),
             Op::Empty(Empty::Clear) => {
                 self.wheel.clear();
-                self.model.pending.clear();
-                self.model.by_deadline.clear();
+                self.model.clear_pending();
             }
             Op::Audit => self.audit(step),
             Op::CascadeAhead(max) => {
@@ -752,8 +757,7 @@ impl<S: Storage<u64>, const SLOTS: usize, const LEVELS: usize> Runner<'_, S, SLO
             self.model.take_expired(&expired, "drain");
         }
         drop(drain);
-        self.model.pending.clear();
-        self.model.by_deadline.clear();
+        self.model.clear_pending();
     }
 
     /// Asks the wheel about every id ever issued.

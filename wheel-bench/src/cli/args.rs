@@ -34,6 +34,7 @@ EXPERIMENTS:
 IMPLEMENTATIONS (each measured in its own child process):
     wheel        wheel-sync callbacks
     wheel-async  tasks awaiting wheel-sync's Sleep on a tokio multi-thread runtime
+                 (timeouts: a Sleep polled once, dropped)
     tokio        tasks awaiting tokio::time::sleep (timeouts: a Sleep polled once, dropped)
     delayqueue   one task draining a tokio_util DelayQueue (timeouts: one queue per thread)
     heap         a Mutex<BinaryHeap> + Condvar scheduler thread with lazy cancel

@@ -81,7 +81,7 @@ fn heap(args: &DelayArgs, progress: bool) -> Result<DelayOutcome, RunError> {
 }
 
 fn tokio_tasks(args: &DelayArgs, progress: bool) -> Result<DelayOutcome, RunError> {
-    let rt = super::tokio_runtime()?;
+    let rt = wheel_bench::tokio_runtime()?;
     let mut run = Run::start(args, Impl::Tokio, progress)?;
     let rec = run.rec;
     let draws = run.draws();
@@ -134,7 +134,6 @@ impl Run {
     /// Starts the clock; call once the implementation is set up, so the
     /// baseline memory holds everything but the timers.
     fn start(args: &DelayArgs, imp: Impl, progress: bool) -> io::Result<Run> {
-        let baseline_rss_kib = rss_kib()?;
         let horizon = Duration::from_millis(args.max_ms) + SLACK;
         // Leaked: the callbacks need it for as long as the child lives, and
         // a `'static` reference keeps each closure at two words.
@@ -143,6 +142,7 @@ impl Run {
         let line = ProgressLine::start(progress, format!("delay {imp:<11}"), move || {
             format!("fired {:>9} / {total}", rec.fired())
         });
+        let baseline_rss_kib = rss_kib()?;
         Ok(Run {
             rec,
             args: args.clone(),

@@ -7,7 +7,8 @@ use core::fmt;
 pub enum Impl {
     /// `wheel-sync` callbacks.
     Wheel,
-    /// Tasks awaiting `wheel-sync`'s `Sleep` on a tokio multi-thread runtime.
+    /// Tasks awaiting `wheel-sync`'s `Sleep` on a tokio multi-thread runtime
+    /// (in `timeouts`: a `Sleep` polled once, then dropped).
     WheelAsync,
     /// Tasks awaiting `tokio::time::sleep`.
     Tokio,

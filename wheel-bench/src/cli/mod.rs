@@ -227,13 +227,6 @@ fn run_parent(experiment: &Experiment, output: &Output) -> Result<bool, RunError
     Ok(all_ok)
 }
 
-/// The runtime the tokio-based peers run on: multi-threaded, with its timer.
-fn tokio_runtime() -> io::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_time()
-        .build()
-}
-
 fn print_table(table: &report::Table, json: bool) -> io::Result<()> {
     let text = if json {
         table.json_lines()

@@ -162,8 +162,10 @@ impl Recorder {
             self.max_late_ns.fetch_max(late, Ordering::Relaxed);
         }
         // AcqRel chains every fire's relaxed writes into the last one's release.
+        // Every fire, not just the last to count: on a multi-thread runtime
+        // the last to count need not be the last to fire.
+        self.wall_ns.fetch_max(now_ns, Ordering::Relaxed);
         if self.fired.fetch_add(1, Ordering::AcqRel) + 1 == self.total {
-            self.wall_ns.store(now_ns, Ordering::Relaxed);
             self.done.store(true, Ordering::Release);
             self.waiter.unpark();
         }

@@ -45,7 +45,7 @@ pub fn run(args: &TimeoutsArgs, imp: Impl, progress: bool) -> Result<TimeoutsOut
             })
         }
         Impl::Tokio => {
-            let rt = super::tokio_runtime()?;
+            let rt = wheel_bench::tokio_runtime()?;
             bench.drive(|lane| {
                 let _runtime = rt.enter();
                 let mut cx = Context::from_waker(Waker::noop());
@@ -58,7 +58,7 @@ pub fn run(args: &TimeoutsArgs, imp: Impl, progress: bool) -> Result<TimeoutsOut
             })
         }
         Impl::DelayQueue => {
-            let rt = super::tokio_runtime()?;
+            let rt = wheel_bench::tokio_runtime()?;
             bench.drive(|lane| {
                 let _runtime = rt.enter();
                 let mut cx = Context::from_waker(Waker::noop());
@@ -138,11 +138,13 @@ impl Bench {
             let start = Instant::now();
             thread::sleep(Duration::from_secs_f64(self.secs));
             stop.store(true, Ordering::Relaxed);
-            let elapsed_ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
             let mut ops = 0;
             for worker in workers {
                 ops += worker.join().map_err(|_| RunError::Panicked)??;
             }
+            // After the joins: each worker finishes its batch after `stop`,
+            // and those operations are counted.
+            let elapsed_ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
             Ok(TimeoutsOutcome { ops, elapsed_ns })
         })
     }

@@ -4,6 +4,7 @@
 //! deadline), as in Java's `ScheduledThreadPoolExecutor`.
 
 use std::cmp::Ordering as CmpOrdering;
+use std::collections::binary_heap::PeekMut;
 use std::collections::BinaryHeap;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -191,21 +192,18 @@ fn run(shared: &Shared) {
     let mut queue = shared.lock();
     while !queue.shutdown {
         let now = Instant::now();
-        let wait = match queue.heap.peek() {
-            None => None,
-            Some(e) if e.deadline <= now => {
-                let Some(entry) = queue.heap.pop() else {
-                    continue;
-                };
-                drop(queue);
-                if !entry.cancelled.is_some_and(|c| c.load(Ordering::Relaxed)) {
-                    (entry.task)();
-                }
-                queue = shared.lock();
-                continue;
+        let due = (queue.heap.peek_mut())
+            .filter(|top| top.deadline <= now)
+            .map(PeekMut::pop);
+        if let Some(entry) = due {
+            drop(queue);
+            if !entry.cancelled.is_some_and(|c| c.load(Ordering::Relaxed)) {
+                (entry.task)();
             }
-            Some(e) => Some(e.deadline - now),
-        };
+            queue = shared.lock();
+            continue;
+        }
+        let wait = queue.heap.peek().map(|e| e.deadline - now);
         queue = match wait {
             None => (shared.changed.wait(queue)).unwrap_or_else(PoisonError::into_inner),
             Some(timeout) => {
