@@ -50,6 +50,24 @@ impl TimerId {
         ((self.generation as u64) << 32) | self.index as u64
     }
 
+    /// Where the timer is kept: an index below `u32::MAX - 1` that no other
+    /// timer pending in the same wheel has. With
+    /// [`TimerWheel::id_at`](crate::TimerWheel::id_at) it lets a caller
+    /// that is short of room keep 32 bits instead of the whole id.
+    ///
+    /// # Examples
+    /// ```
+    /// use wheel_core::Wheel;
+    ///
+    /// let mut wheel = Wheel::new();
+    /// let id = wheel.insert(1, ());
+    /// assert_eq!(wheel.id_at(id.index()), Some(id));
+    /// ```
+    #[inline]
+    pub const fn index(self) -> u32 {
+        self.index
+    }
+
     /// Unpacks [`to_bits`](Self::to_bits). An id made up from arbitrary
     /// bits is harmless: at worst it names some timer of the wheel it is used
     /// with, at best none.
@@ -362,6 +380,18 @@ impl<T, S: Storage<T>> Slab<T, S> {
             Some(Entry::Occupied { generation, .. }) if *generation == id.generation => {
                 Some(id.index)
             }
+            _ => None,
+        }
+    }
+
+    /// The id of the pending timer stored at `index`, if there is one.
+    #[inline]
+    pub(crate) fn id_at(&self, index: u32) -> Option<TimerId> {
+        match self.storage.entries().get(index as usize) {
+            Some(Entry::Occupied { generation, .. }) => Some(TimerId {
+                index,
+                generation: *generation,
+            }),
             _ => None,
         }
     }

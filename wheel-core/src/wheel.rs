@@ -373,6 +373,24 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
         Some(self.slab.value(index))
     }
 
+    /// The id of the timer pending at slab index `index` (see
+    /// [`TimerId::index`]), or `None` if no timer is kept there. The id
+    /// names whichever timer is there now: an index kept past its timer's
+    /// end may name a newer one, which the full id never does.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut wheel = wheel_core::Wheel::new();
+    /// let id = wheel.insert(1, "v");
+    /// assert_eq!(wheel.id_at(id.index()), Some(id));
+    /// wheel.cancel(id);
+    /// assert_eq!(wheel.id_at(id.index()), None);
+    /// ```
+    #[inline]
+    pub fn id_at(&self, index: u32) -> Option<TimerId> {
+        self.slab.id_at(index)
+    }
+
     /// A pending timer's value, mutably; `None` if `id` is stale.
     ///
     /// # Examples
