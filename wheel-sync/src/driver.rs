@@ -34,10 +34,10 @@ use core::fmt;
 use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
-use wheel_core::{TimerId, Wheel};
+use wheel_core::Wheel;
 
 use crate::clock::Clock;
-use crate::entry::{self, Action, Entry, EntryRef, CANCELLED, FIRED, PENDING, SLOT_NEW, SLOT_OUT};
+use crate::entry::{self, EntryRef, CANCELLED, FIRED, PENDING, SLOT_NEW, SLOT_OUT};
 use crate::queue::{Consumer, Producer};
 use crate::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use crate::sync::{thread, Arc, Mutex};
@@ -167,9 +167,9 @@ impl Shared {
     /// Returns `Err(Shutdown)` if the service shut down meanwhile and the
     /// timer did not fire; the entry is then abandoned, unless another thread
     /// already moved it out of `PENDING`.
-    pub(crate) fn submit(
+    pub(crate) fn submit<A>(
         &self,
-        entry: &Entry<dyn Action>,
+        entry: &EntryRef<A>,
         message: EntryRef,
         look_by: u64,
     ) -> Result<(), ScheduleError> {
@@ -202,9 +202,9 @@ impl Shared {
     /// and, unless a message for it is already queued, queues `message()` (a
     /// reference to it) so the driver frees it in its next round. Returns
     /// whether it was pending.
-    pub(crate) fn cancel(
+    pub(crate) fn cancel<A>(
         &self,
-        entry: &Entry<dyn Action>,
+        entry: &EntryRef<A>,
         message: impl FnOnce() -> EntryRef,
     ) -> bool {
         let Some(finished) = entry.cancel() else {
@@ -278,11 +278,12 @@ impl Shared {
     /// Moves a pending timer to `ABANDONED` at shutdown: counts it out and
     /// wakes a waiting task (or drops the callback). Returns whether it was
     /// pending.
-    fn abandon(&self, entry: &Entry<dyn Action>) -> bool {
+    fn abandon<A>(&self, entry: &EntryRef<A>) -> bool {
         let abandoned = entry.abandon();
         if abandoned {
             self.release();
-            entry.action.abandon();
+            // SAFETY: this thread won the move to `ABANDONED`.
+            unsafe { entry.abandon_action() };
         }
         abandoned
     }
@@ -367,21 +368,26 @@ impl Driver {
         let stats = &self.shared.stats;
         let word = entry.take_queued();
         let slot = entry.slot();
-        let in_wheel = slot < SLOT_OUT;
+        // The driver keeps `slot` right, so the index names this entry.
+        let in_wheel = if slot < SLOT_OUT {
+            self.wheel.id_at(slot)
+        } else {
+            None
+        };
         if entry::state_of(word) == PENDING {
             let tick = entry::tick_of(word);
-            if in_wheel && self.wheel.reschedule(TimerId::from_bits(slot), tick) {
+            if in_wheel.is_some_and(|id| self.wheel.reschedule(id, tick)) {
                 return;
             }
             DriverStats::bump(&stats.scheduled, 1);
             let id = self.wheel.insert(tick, entry);
             if let Some(entry) = self.wheel.get(id) {
-                entry.set_slot(id.to_bits());
+                entry.set_slot(id.index());
             }
             return;
         }
-        if in_wheel {
-            self.wheel.cancel(TimerId::from_bits(slot));
+        if let Some(id) = in_wheel {
+            self.wheel.cancel(id);
         } else if slot == SLOT_NEW {
             // Cancelled (or abandoned) before the driver ever saw it.
             DriverStats::bump(&stats.scheduled, 1);
@@ -434,7 +440,8 @@ impl Driver {
                 late_sum = late_sum.saturating_add(late);
                 late_max = late_max.max(late);
                 fired += 1;
-                if !entry.action.fire() {
+                // SAFETY: `try_fire` won this arming's move to `FIRED`.
+                if !unsafe { entry.fire() } {
                     panicked += 1;
                 }
             }

@@ -20,11 +20,13 @@
 //!   driver's wheel. Producers never read it; it is atomic only so that the
 //!   entry is `Sync` without `unsafe`.
 
+use core::marker::PhantomData;
+use core::ptr::NonNull;
 use core::task::Waker;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use crate::sync::atomic::{AtomicU64, Ordering};
-use crate::sync::{ErasedArc, Mutex};
+use crate::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+use crate::sync::{Mutex, UnsafeCell};
 
 pub(crate) const PENDING: u64 = 0;
 pub(crate) const FIRED: u64 = 1;
@@ -37,12 +39,13 @@ const TICK_SHIFT: u32 = 3;
 /// The latest tick a word can hold.
 pub(crate) const MAX_TICK: u64 = u64::MAX >> TICK_SHIFT;
 
-/// `slot` before the driver has seen the entry.
-pub(crate) const SLOT_NEW: u64 = u64::MAX;
+/// `slot` before the driver has seen the entry. Wheel indexes stay below
+/// both sentinels (see [`wheel_core::TimerId::index`]).
+pub(crate) const SLOT_NEW: u32 = u32::MAX;
 /// `slot` once the driver has seen it and it is not in the wheel.
-pub(crate) const SLOT_OUT: u64 = u64::MAX - 1;
+pub(crate) const SLOT_OUT: u32 = u32::MAX - 1;
 
-/// What a producer's `finish` tells it.
+/// What a producer's `cancel` tells it.
 pub(crate) struct Finished {
     /// The tick the timer was due at.
     pub(crate) tick: u64,
@@ -51,23 +54,209 @@ pub(crate) struct Finished {
 }
 
 /// What happens when a timer fires.
-pub(crate) trait Action: Send + Sync {
-    /// Runs the callback or wakes the task. Called at most once, by the
-    /// thread that won `PENDING -> FIRED`. Returns `false` if it panicked.
-    fn fire(&self) -> bool;
+pub(crate) trait Action: Send + Sync + 'static {
+    /// Runs the callback or wakes the task. Returns `false` if it panicked.
+    ///
+    /// # Safety
+    /// Only the thread that won this arming's move out of `PENDING` (to
+    /// `FIRED`) calls it, so calls for one arming never overlap and `fire`
+    /// and `abandon` are never both called for it.
+    unsafe fn fire(&self) -> bool;
     /// The timer will never fire: wake a waiting task so it can see that.
-    fn abandon(&self);
+    ///
+    /// # Safety
+    /// As for [`fire`](Self::fire), for the move to `ABANDONED`.
+    unsafe fn abandon(&self);
 }
 
-pub(crate) struct Entry<A: ?Sized> {
+/// The operations on an entry whose action type has been erased: one table
+/// per action type, pointed at by every entry of that type.
+struct VTable {
+    fire: unsafe fn(NonNull<Entry>) -> bool,
+    abandon: unsafe fn(NonNull<Entry>),
+    free: unsafe fn(NonNull<Entry>),
+}
+
+/// The shared part of one timer: what the driver, the queue and the owner
+/// all use. It heads an allocation of an [`Inner`], whose action follows it.
+///
+/// 24 bytes, so a callback entry with a two-word closure is a 40-byte
+/// allocation (a 48-byte malloc chunk). `std::sync::Arc<Entry<dyn Action>>`
+/// cost a weak count, a fat pointer in the wheel and the queue, and, for the
+/// callback, a mutex: a 64-byte chunk plus 8 more bytes in the wheel per timer.
+pub(crate) struct Entry {
     word: AtomicU64,
-    /// Driver-only: `SLOT_NEW`, `SLOT_OUT` or the wheel's `TimerId` bits.
-    slot: AtomicU64,
-    pub(crate) action: A,
+    /// References: the owner's, a queued message's, the wheel's. Never more
+    /// than a few, so 32 bits are plenty.
+    refs: AtomicU32,
+    /// Driver-only: `SLOT_NEW`, `SLOT_OUT` or the timer's wheel index.
+    /// Producers never read it; it is atomic only so that the entry is
+    /// `Sync` without `unsafe`.
+    slot: AtomicU32,
+    vtable: &'static VTable,
 }
 
-/// A type-erased entry, as the queue and the wheel hold it.
-pub(crate) type EntryRef = ErasedArc<Entry<dyn Action>>;
+/// An entry and its action in one allocation. `repr(C)` puts the header
+/// first, so a pointer to an `Inner<A>` is a pointer to its `Entry`.
+#[repr(C)]
+struct Inner<A> {
+    entry: Entry,
+    action: A,
+}
+
+impl<A: Action> Inner<A> {
+    const VTABLE: &'static VTable = &VTable {
+        fire: Self::fire,
+        abandon: Self::abandon,
+        free: Self::free,
+    };
+
+    /// # Safety
+    /// `entry` heads a live `Inner<A>`, and [`Action::fire`]'s contract holds.
+    unsafe fn fire(entry: NonNull<Entry>) -> bool {
+        // SAFETY: the caller promises an `Inner<A>` behind the pointer, and
+        // the header is its first field (`repr(C)`); fire's contract is passed on.
+        unsafe { entry.cast::<Self>().as_ref().action.fire() }
+    }
+
+    /// # Safety
+    /// As for [`fire`](Self::fire), with [`Action::abandon`]'s contract.
+    unsafe fn abandon(entry: NonNull<Entry>) {
+        // SAFETY: as in `fire`.
+        unsafe { entry.cast::<Self>().as_ref().action.abandon() }
+    }
+
+    /// # Safety
+    /// `entry` heads an `Inner<A>` made by [`EntryRef::new`] whose last
+    /// reference is being dropped: no other thread can reach it.
+    unsafe fn free(entry: NonNull<Entry>) {
+        // SAFETY: it was allocated by `Box::new` as an `Inner<A>` and is
+        // unreachable now, so it is ours to drop and free.
+        drop(unsafe { Box::from_raw(entry.cast::<Self>().as_ptr()) });
+    }
+}
+
+/// A counted reference to an entry, one pointer wide. `EntryRef<A>` knows
+/// its action type; `EntryRef` (`A = ()`) is the erased kind the queue and
+/// the wheel hold. Clone and drop work like `Arc`'s.
+pub(crate) struct EntryRef<A = ()> {
+    ptr: NonNull<Entry>,
+    _action: PhantomData<A>,
+}
+
+// SAFETY: an `EntryRef` gives shared access to an `Entry` (atomics and a
+// `'static` table) and to an action that `new` required to be `Send + Sync`;
+// the allocation is freed by whichever thread drops the last reference,
+// which `Send` actions allow.
+unsafe impl<A> Send for EntryRef<A> {}
+// SAFETY: as for `Send`: every access through `&EntryRef` is to `Sync` data.
+unsafe impl<A> Sync for EntryRef<A> {}
+
+impl<A: Action> EntryRef<A> {
+    /// A pending entry marked `QUEUED` (its creator pushes it next), with
+    /// one reference: this one.
+    pub(crate) fn new(tick: u64, action: A) -> Self {
+        let inner = Box::new(Inner {
+            entry: Entry {
+                word: AtomicU64::new(queued_pending(tick)),
+                refs: AtomicU32::new(1),
+                slot: AtomicU32::new(SLOT_NEW),
+                vtable: Inner::<A>::VTABLE,
+            },
+            action,
+        });
+        Self {
+            ptr: NonNull::from(Box::leak(inner)).cast(),
+            _action: PhantomData,
+        }
+    }
+
+    /// The action, for its owner.
+    pub(crate) fn action(&self) -> &A {
+        // SAFETY: an `EntryRef<A>` with `A: Action` is only made by `new`,
+        // which allocated an `Inner<A>`; the reference keeps it alive.
+        unsafe { &self.ptr.cast::<Inner<A>>().as_ref().action }
+    }
+
+    /// Another reference to the same entry, with its type erased.
+    pub(crate) fn erased(&self) -> EntryRef {
+        self.clone().erase()
+    }
+
+    /// This reference with its type erased.
+    pub(crate) fn erase(self) -> EntryRef {
+        let ptr = self.ptr;
+        core::mem::forget(self);
+        EntryRef {
+            ptr,
+            _action: PhantomData,
+        }
+    }
+}
+
+impl<A> EntryRef<A> {
+    /// Runs the action's [`Action::fire`].
+    ///
+    /// # Safety
+    /// [`Action::fire`]'s contract: the caller won this arming's move to `FIRED`.
+    #[inline]
+    pub(crate) unsafe fn fire(&self) -> bool {
+        // SAFETY: `vtable` is the table of the action this entry heads; the
+        // pointer is the allocation's own, valid for all of it; the caller
+        // keeps fire's contract.
+        unsafe { (self.vtable.fire)(self.ptr) }
+    }
+
+    /// Runs the action's [`Action::abandon`].
+    ///
+    /// # Safety
+    /// [`Action::abandon`]'s contract: the caller won the move to `ABANDONED`.
+    #[inline]
+    pub(crate) unsafe fn abandon_action(&self) {
+        // SAFETY: as in `fire`.
+        unsafe { (self.vtable.abandon)(self.ptr) }
+    }
+}
+
+impl<A> core::ops::Deref for EntryRef<A> {
+    type Target = Entry;
+
+    #[inline]
+    fn deref(&self) -> &Entry {
+        // SAFETY: the entry lives while any reference does, and this is one.
+        unsafe { self.ptr.as_ref() }
+    }
+}
+
+impl<A> Clone for EntryRef<A> {
+    #[inline]
+    fn clone(&self) -> Self {
+        // Relaxed, as `Arc::clone`: the new reference is made from a live
+        // one, so the count cannot reach zero meanwhile. Overflow would need
+        // billions of live references; there are at most a few.
+        self.refs.fetch_add(1, Ordering::Relaxed);
+        Self {
+            ptr: self.ptr,
+            _action: PhantomData,
+        }
+    }
+}
+
+impl<A> Drop for EntryRef<A> {
+    #[inline]
+    fn drop(&mut self) {
+        // Release, then Acquire by the last: as `Arc`'s drop, so every use
+        // of the entry through other references happens before it is freed.
+        if self.refs.fetch_sub(1, Ordering::Release) != 1 {
+            return;
+        }
+        fence(Ordering::Acquire);
+        let free = self.vtable.free;
+        // SAFETY: this was the last reference, so nothing else can reach the
+        // entry; `free` is the function for its action type.
+        unsafe { free(self.ptr) }
+    }
+}
 
 #[inline]
 pub(crate) fn state_of(word: u64) -> u64 {
@@ -85,18 +274,7 @@ fn queued_pending(tick: u64) -> u64 {
     tick.min(MAX_TICK) << TICK_SHIFT | QUEUED | PENDING
 }
 
-impl<A> Entry<A> {
-    /// A pending entry, marked `QUEUED`: its creator pushes it next.
-    pub(crate) fn new(tick: u64, action: A) -> Self {
-        Self {
-            word: AtomicU64::new(queued_pending(tick)),
-            slot: AtomicU64::new(SLOT_NEW),
-            action,
-        }
-    }
-}
-
-impl<A: ?Sized> Entry<A> {
+impl Entry {
     #[inline]
     fn word(&self) -> u64 {
         self.word.load(Ordering::Acquire)
@@ -186,38 +364,58 @@ impl<A: ?Sized> Entry<A> {
 
     /// Driver-only: where the timer is in the wheel.
     #[inline]
-    pub(crate) fn slot(&self) -> u64 {
+    pub(crate) fn slot(&self) -> u32 {
         self.slot.load(Ordering::Relaxed)
     }
 
     /// Driver-only.
     #[inline]
-    pub(crate) fn set_slot(&self, slot: u64) {
+    pub(crate) fn set_slot(&self, slot: u32) {
         self.slot.store(slot, Ordering::Relaxed);
     }
 }
 
 /// A callback, taken and run once by the winner of `PENDING -> FIRED`.
-pub(crate) struct Callback<F>(Mutex<Option<F>>);
+/// Callback entries are never re-armed (only a `Sleep` is, and its action is
+/// [`Wake`]), so that move, or the one to `ABANDONED`, happens at most once:
+/// the cell needs no lock.
+pub(crate) struct Callback<F>(UnsafeCell<Option<F>>);
 
 impl<F> Callback<F> {
     pub(crate) fn new(f: F) -> Self {
-        Self(Mutex::new(Some(f)))
+        Self(UnsafeCell::new(Some(f)))
+    }
+
+    /// # Safety
+    /// Called at most once in the callback's life: by the winner of the
+    /// entry's one move out of `PENDING`.
+    unsafe fn take(&self) -> Option<F> {
+        // SAFETY: the caller is the only thread that ever touches the cell
+        // before the entry is freed (see `Sync` below).
+        self.0.with_mut(|f| unsafe { (*f).take() })
     }
 }
 
+// SAFETY: the cell is touched through `&self` only by `take`, which one
+// thread calls at most once (the winner of the entry's one move out of
+// `PENDING`, ordered by that compare-exchange), and otherwise only when
+// the entry is dropped, by the thread that dropped its last reference. The
+// closure is `Send`, so it may run or drop on any thread.
+unsafe impl<F: Send> Sync for Callback<F> {}
+
 impl<F: FnOnce() + Send + 'static> Action for Callback<F> {
-    fn fire(&self) -> bool {
-        let f = self.0.lock().unwrap_or_else(|e| e.into_inner()).take();
-        match f {
+    unsafe fn fire(&self) -> bool {
+        // SAFETY: `Action::fire`'s contract is this one's.
+        match unsafe { self.take() } {
             Some(f) => catch_unwind(AssertUnwindSafe(f)).is_ok(),
             None => true,
         }
     }
 
-    fn abandon(&self) {
+    unsafe fn abandon(&self) {
         // Drop the closure now: what it captured is released at shutdown.
-        drop(self.0.lock().unwrap_or_else(|e| e.into_inner()).take());
+        // SAFETY: as in `fire`.
+        drop(unsafe { self.take() });
     }
 }
 
@@ -244,12 +442,138 @@ impl Wake {
 }
 
 impl Action for Wake {
-    fn fire(&self) -> bool {
+    // Safe to call at any time: the waker sits behind a lock.
+    unsafe fn fire(&self) -> bool {
         self.wake();
         true
     }
 
-    fn abandon(&self) {
+    unsafe fn abandon(&self) {
         self.wake();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::Arc as StdArc;
+
+    /// Counts its drops.
+    struct Guard(StdArc<AtomicUsize>);
+
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn counted_callback(
+        ran: &StdArc<AtomicUsize>,
+        dropped: &StdArc<AtomicUsize>,
+    ) -> EntryRef<Callback<impl FnOnce() + Send + 'static>> {
+        let (ran, guard) = (ran.clone(), Guard(dropped.clone()));
+        EntryRef::new(
+            7,
+            Callback::new(move || {
+                let _guard = guard;
+                ran.fetch_add(1, Ordering::Relaxed);
+            }),
+        )
+    }
+
+    #[test]
+    fn a_two_word_callback_entry_is_a_forty_byte_allocation() {
+        let (a, b) = (0u64, &0u64);
+        let closure = move || assert!(a < *b);
+        assert_eq!(size_of_val(&closure), 16);
+        assert_eq!(size_of::<Entry>(), 24);
+        assert_eq!(size_of::<EntryRef>(), size_of::<usize>());
+        fn inner_size<F>(_: &F) -> usize {
+            size_of::<Inner<Callback<F>>>()
+        }
+        assert_eq!(inner_size(&closure), 40);
+    }
+
+    #[test]
+    fn the_last_reference_frees_the_entry_and_its_closure_once() {
+        let (ran, dropped) = Default::default();
+        let owner = counted_callback(&ran, &dropped).erase();
+        let message = owner.clone();
+        let wheel = message.clone();
+        drop(message);
+        drop(owner);
+        assert_eq!(dropped.load(Ordering::Relaxed), 0, "still referenced");
+        assert_eq!(wheel.state(), PENDING);
+        drop(wheel);
+        assert_eq!(dropped.load(Ordering::Relaxed), 1);
+        assert_eq!(ran.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn firing_runs_the_closure_once_and_drops_it_at_once() {
+        let (ran, dropped) = Default::default();
+        let owner = counted_callback(&ran, &dropped);
+        let driver = owner.erased();
+        let word = driver.word_relaxed();
+        assert!(driver.try_fire(word, 7));
+        // SAFETY: `try_fire` just won the move to `FIRED`.
+        assert!(unsafe { driver.fire() });
+        assert_eq!(ran.load(Ordering::Relaxed), 1);
+        assert_eq!(dropped.load(Ordering::Relaxed), 1, "dropped after its run");
+        assert!(!driver.try_fire(driver.word_relaxed(), 7), "fires once");
+        assert!(owner.cancel().is_none(), "too late to cancel");
+        drop((owner, driver));
+        assert_eq!(dropped.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn abandoning_drops_the_closure_without_running_it() {
+        let (ran, dropped) = Default::default();
+        let owner = counted_callback(&ran, &dropped).erase();
+        assert!(owner.abandon());
+        // SAFETY: `abandon` just won the move to `ABANDONED`.
+        unsafe { owner.abandon_action() };
+        assert_eq!(dropped.load(Ordering::Relaxed), 1);
+        assert!(!owner.try_fire(owner.word_relaxed(), 7));
+        drop(owner);
+        assert_eq!(
+            (ran.load(Ordering::Relaxed), dropped.load(Ordering::Relaxed)),
+            (0, 1)
+        );
+    }
+
+    #[test]
+    fn a_panicking_callback_reports_it_and_is_dropped() {
+        let dropped = StdArc::new(AtomicUsize::new(0));
+        let guard = Guard(dropped.clone());
+        let entry = EntryRef::new(
+            1,
+            Callback::new(move || {
+                let _guard = guard;
+                panic!("callback panics");
+            }),
+        );
+        assert!(entry.try_fire(entry.word_relaxed(), 1));
+        // SAFETY: `try_fire` just won the move to `FIRED`.
+        assert!(!unsafe { entry.fire() });
+        assert_eq!(dropped.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn references_dropped_on_other_threads_free_once() {
+        let (ran, dropped) = Default::default();
+        let owner = counted_callback(&ran, &dropped).erase();
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let entry = owner.clone();
+                crate::sync::thread::spawn(move || drop(entry))
+            })
+            .collect();
+        drop(owner);
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(dropped.load(Ordering::Relaxed), 1);
     }
 }

@@ -77,8 +77,8 @@ use std::time::{Duration, Instant};
 
 use crate::clock::Clock;
 use crate::driver::{Driver, Shared};
-use crate::entry::{Callback, Entry, EntryRef, ABANDONED, CANCELLED, FIRED, MAX_TICK};
-use crate::sync::{thread, Arc, ErasedArc, Mutex};
+use crate::entry::{Callback, EntryRef, ABANDONED, CANCELLED, FIRED, MAX_TICK};
+use crate::sync::{thread, Arc, Mutex};
 
 pub use crate::sleep::{Elapsed, Sleep, Timeout};
 
@@ -450,7 +450,7 @@ impl TimerService {
     ) -> Result<TimerHandle, ScheduleError> {
         let shared = self.shared();
         shared.admit(true)?;
-        let entry: EntryRef = ErasedArc::new(Entry::new(tick, Callback::new(f)));
+        let entry = EntryRef::new(tick, Callback::new(f)).erase();
         shared.submit(&entry, entry.clone(), tick)?;
         Ok(TimerHandle {
             service: self.clone(),

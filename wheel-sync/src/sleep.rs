@@ -6,8 +6,7 @@ use core::pin::Pin;
 use core::task::{Context, Poll};
 use std::time::Instant;
 
-use crate::entry::{Entry, Wake, ABANDONED, FIRED};
-use crate::sync::ErasedArc;
+use crate::entry::{EntryRef, Wake, ABANDONED, FIRED};
 use crate::TimerService;
 
 /// A future that completes at its deadline; made by
@@ -37,7 +36,7 @@ use crate::TimerService;
 #[must_use = "futures do nothing unless polled"]
 pub struct Sleep {
     service: TimerService,
-    entry: ErasedArc<Entry<Wake>>,
+    entry: EntryRef<Wake>,
     deadline: Instant,
 }
 
@@ -45,12 +44,12 @@ impl Sleep {
     pub(crate) fn new(service: TimerService, deadline: Instant) -> Self {
         let shared = service.shared();
         let tick = shared.clock.tick_for(deadline);
-        let entry = ErasedArc::new(Entry::new(tick, Wake::default()));
+        let entry = EntryRef::new(tick, Wake::default());
         // A refused admission means shutdown: the entry is abandoned, and poll reports it.
         if shared.admit(false).is_err() {
             entry.abandon();
         } else {
-            let _ = shared.submit(&*entry, entry.clone(), tick);
+            let _ = shared.submit(&entry, entry.erased(), tick);
         }
         Self {
             service,
@@ -132,7 +131,7 @@ impl Sleep {
             return;
         }
         if must_push {
-            let _ = shared.submit(&*self.entry, self.entry.clone(), tick);
+            let _ = shared.submit(&self.entry, self.entry.erased(), tick);
         } else {
             // Its message is still queued and carries the new tick, but a
             // driver asleep past `tick` must be told to look sooner.
@@ -155,7 +154,7 @@ impl Future for Sleep {
         if let Poll::Ready(()) = poll_state(self.entry.state()) {
             return Poll::Ready(());
         }
-        self.entry.action.register(cx.waker());
+        self.entry.action().register(cx.waker());
         // The driver sets the state before it takes the waker: re-check so a
         // fire between the first check and the registration is not lost.
         poll_state(self.entry.state())
@@ -165,7 +164,7 @@ impl Future for Sleep {
 impl Drop for Sleep {
     fn drop(&mut self) {
         let entry = &self.entry;
-        self.service.shared().cancel(&**entry, || entry.clone());
+        self.service.shared().cancel(entry, || entry.erased());
     }
 }
 

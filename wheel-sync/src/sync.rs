@@ -11,21 +11,16 @@ pub(crate) use std::sync::{Arc, Mutex};
 #[cfg(loom)]
 pub(crate) use loom::sync::{Arc, Mutex};
 
-/// An `Arc` that can be unsized into a trait object, for timer entries.
-/// loom's `Arc` cannot unsize, and an entry's reference count needs no
-/// modelling: the state it guards is loom atomics, checked in the models.
-pub(crate) use std::sync::Arc as ErasedArc;
-
 /// Atomic integers, pointers and fences.
 pub(crate) mod atomic {
     #[cfg(not(loom))]
     pub(crate) use std::sync::atomic::{
-        fence, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering,
+        fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
     };
 
     #[cfg(loom)]
     pub(crate) use loom::sync::atomic::{
-        fence, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering,
+        fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
     };
 }
 
