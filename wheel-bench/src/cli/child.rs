@@ -1,6 +1,10 @@
 //! The parent's side of a child run: re-execute this binary with `__child`,
-//! read its [`Outcome`] from stdout, and reap it with `wait4(2)` so the CPU
-//! time and peak RSS are the OS's own accounting of that child alone.
+//! read its [`Outcome`] from stdout, and reap it with `wait4(2)` so the peak
+//! RSS is the OS's own accounting of that child alone. The CPU time is the
+//! child's own `getrusage(2)` over the run ([`cpu_ns`]): from the start of
+//! the measured work to its end, as the wall time is, so neither the setup
+//! nor the teardown after the last fire (freeing N timers or tasks, working
+//! out the statistics) is counted, for any implementation.
 
 use core::fmt;
 use std::io::{self, Read};
@@ -16,7 +20,7 @@ use super::RunError;
 pub struct Measured {
     /// What the child reported.
     pub outcome: Outcome,
-    /// User + system CPU seconds of the child and all its threads.
+    /// User + system CPU seconds of the child and all its threads over the run.
     pub cpu_s: f64,
     /// Peak resident set size.
     pub peak_rss_kib: u64,
@@ -63,13 +67,33 @@ pub fn measure(experiment: &Experiment, imp: Impl, progress: bool) -> Result<Mea
     if code != 0 {
         return Err(RunError::Child(ChildFailure::Exited(code)));
     }
-    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    let outcome = Outcome::decode(&stdout)?;
+    let cpu_ns = match &outcome {
+        Outcome::Delay(d) => d.cpu_ns,
+        Outcome::Timeouts(t) => t.cpu_ns,
+    };
     Ok(Measured {
-        outcome: Outcome::decode(&stdout)?,
-        cpu_s: seconds(usage.ru_utime) + seconds(usage.ru_stime),
+        outcome,
+        cpu_s: cpu_ns as f64 / 1e9,
         // Linux reports ru_maxrss in KiB.
         peak_rss_kib: u64::try_from(usage.ru_maxrss).unwrap_or(0),
     })
+}
+
+/// User + system CPU time this process (all its threads, live or ended) has
+/// used so far, from `getrusage(RUSAGE_SELF)`.
+pub fn cpu_ns() -> io::Result<u64> {
+    // SAFETY: as in `wait4`: all-zero bytes are a valid `rusage`.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `usage` is a live local valid for writes.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let ns = |t: libc::timeval| {
+        u64::try_from(t.tv_sec).unwrap_or(0) * 1_000_000_000
+            + u64::try_from(t.tv_usec).unwrap_or(0) * 1000
+    };
+    Ok(ns(usage.ru_utime) + ns(usage.ru_stime))
 }
 
 /// Waits for child `pid` to end; returns its wait status and resource usage.

@@ -12,6 +12,7 @@ use tokio_util::time::DelayQueue;
 use wheel_sync::TimerService;
 
 use super::args::DelayArgs;
+use super::child;
 use super::impls::Impl;
 use super::outcome::DelayOutcome;
 use super::progress::ProgressLine;
@@ -46,7 +47,7 @@ fn wheel(args: &DelayArgs, progress: bool) -> Result<DelayOutcome, RunError> {
         service.schedule_at(rec.at(d), move || rec.fire(d))?;
     }
     run.scheduled();
-    Ok(run.finish())
+    Ok(run.finish()?)
 }
 
 fn wheel_tasks(args: &DelayArgs, progress: bool) -> Result<DelayOutcome, RunError> {
@@ -66,7 +67,7 @@ fn wheel_tasks(args: &DelayArgs, progress: bool) -> Result<DelayOutcome, RunErro
     });
     rt.block_on(spawner)?;
     run.scheduled();
-    Ok(run.finish())
+    Ok(run.finish()?)
 }
 
 fn heap(args: &DelayArgs, progress: bool) -> Result<DelayOutcome, RunError> {
@@ -77,7 +78,7 @@ fn heap(args: &DelayArgs, progress: bool) -> Result<DelayOutcome, RunError> {
         heap.schedule_at(rec.at(d), move || rec.fire(d));
     }
     run.scheduled();
-    Ok(run.finish())
+    Ok(run.finish()?)
 }
 
 fn tokio_tasks(args: &DelayArgs, progress: bool) -> Result<DelayOutcome, RunError> {
@@ -96,7 +97,7 @@ fn tokio_tasks(args: &DelayArgs, progress: bool) -> Result<DelayOutcome, RunErro
     });
     rt.block_on(spawner)?;
     run.scheduled();
-    Ok(run.finish())
+    Ok(run.finish()?)
 }
 
 fn delay_queue(args: &DelayArgs, progress: bool) -> Result<DelayOutcome, RunError> {
@@ -118,7 +119,7 @@ fn delay_queue(args: &DelayArgs, progress: bool) -> Result<DelayOutcome, RunErro
             rec.fire(expired.into_inner());
         }
     });
-    Ok(run.finish())
+    Ok(run.finish()?)
 }
 
 /// One run in progress: the recorder, the memory baseline, the progress line.
@@ -126,6 +127,7 @@ struct Run {
     rec: &'static Recorder,
     args: DelayArgs,
     baseline_rss_kib: u64,
+    cpu_start_ns: u64,
     sched_ns: u64,
     _progress: ProgressLine,
 }
@@ -147,6 +149,7 @@ impl Run {
             rec,
             args: args.clone(),
             baseline_rss_kib,
+            cpu_start_ns: child::cpu_ns()?,
             sched_ns: 0,
             _progress: line,
         })
@@ -170,14 +173,17 @@ impl Run {
         self.sched_ns = self.rec.elapsed_ns();
     }
 
-    /// Waits for the last timer.
-    fn finish(self) -> DelayOutcome {
+    /// Waits for the last timer; the CPU time is taken then, before the
+    /// statistics are worked out and the process tears down.
+    fn finish(self) -> io::Result<DelayOutcome> {
         self.rec.wait();
-        DelayOutcome {
+        let cpu_ns = child::cpu_ns()?.saturating_sub(self.cpu_start_ns);
+        Ok(DelayOutcome {
             recorded: self.rec.recorded(),
             sched_ns: self.sched_ns,
             baseline_rss_kib: self.baseline_rss_kib,
-        }
+            cpu_ns,
+        })
     }
 }
 

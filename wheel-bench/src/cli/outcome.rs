@@ -1,6 +1,7 @@
 //! What a child reports to its parent on stdout, and the plain-text lines that
-//! carry it: a header, `key value...` lines, and `end`. CPU time and peak RSS
-//! are not here: the parent takes them from the OS when it reaps the child.
+//! carry it: a header, `key value...` lines, and `end`. The CPU time is the
+//! child's own reading of `getrusage` over the run; the peak RSS is not here:
+//! the parent takes it from the OS when it reaps the child.
 
 use core::fmt;
 use std::collections::HashMap;
@@ -27,6 +28,9 @@ pub struct DelayOutcome {
     pub sched_ns: u64,
     /// RSS just before scheduling, to tell what the timers cost.
     pub baseline_rss_kib: u64,
+    /// CPU time (user + system, all threads) from just before scheduling to
+    /// the last fire.
+    pub cpu_ns: u64,
 }
 
 /// A `timeouts` run as the child saw it.
@@ -36,6 +40,8 @@ pub struct TimeoutsOutcome {
     pub ops: u64,
     /// From the threads' start to their stop.
     pub elapsed_ns: u64,
+    /// CPU time (user + system, all threads) over `elapsed_ns`.
+    pub cpu_ns: u64,
 }
 
 /// Child output the parent cannot read.
@@ -75,6 +81,7 @@ impl Outcome {
                 line("early", &d.recorded.early);
                 line("sched_ns", &d.sched_ns);
                 line("baseline_rss_kib", &d.baseline_rss_kib);
+                line("cpu_ns", &d.cpu_ns);
                 line("max_late_ns", &d.recorded.lateness.max_ns);
                 let sparse: Vec<String> = (d.recorded.lateness.counts.iter().enumerate())
                     .filter(|(_, &c)| c > 0)
@@ -88,6 +95,7 @@ impl Outcome {
                 line(HEADER, &"timeouts");
                 line("ops", &t.ops);
                 line("elapsed_ns", &t.elapsed_ns);
+                line("cpu_ns", &t.cpu_ns);
             }
         }
         out.push_str("end\n");
@@ -143,11 +151,13 @@ impl Outcome {
                     },
                     sched_ns: int("sched_ns")?,
                     baseline_rss_kib: int("baseline_rss_kib")?,
+                    cpu_ns: int("cpu_ns")?,
                 }))
             }
             Some("timeouts") => Ok(Outcome::Timeouts(TimeoutsOutcome {
                 ops: int("ops")?,
                 elapsed_ns: int("elapsed_ns")?,
+                cpu_ns: int("cpu_ns")?,
             })),
             _ => Err(OutcomeError::Malformed(header.to_owned())),
         }
@@ -172,6 +182,7 @@ mod tests {
             },
             sched_ns: 42,
             baseline_rss_kib: 4096,
+            cpu_ns: 1_500_000_000,
         });
         let text = format!("noise before\n{}", outcome.encode());
         assert_eq!(Outcome::decode(&text), Ok(outcome));
@@ -182,6 +193,7 @@ mod tests {
         let outcome = Outcome::Timeouts(TimeoutsOutcome {
             ops: 123,
             elapsed_ns: 456,
+            cpu_ns: 789,
         });
         assert_eq!(Outcome::decode(&outcome.encode()), Ok(outcome));
     }
@@ -194,7 +206,7 @@ mod tests {
             Err(OutcomeError::Missing("elapsed_ns"))
         );
         assert!(matches!(
-            Outcome::decode("wheel-bench-outcome timeouts\nops x\nelapsed_ns 1\n"),
+            Outcome::decode("wheel-bench-outcome timeouts\nops x\nelapsed_ns 1\ncpu_ns 1\n"),
             Err(OutcomeError::Malformed(_))
         ));
         assert!(matches!(

@@ -279,6 +279,7 @@ mod tests {
                 },
                 sched_ns: 2_000_000,
                 baseline_rss_kib: 1024,
+                cpu_ns: 1_515_000_000,
             },
             cpu_s: 1.515,
             peak_rss_kib: 1024 + 100,
@@ -333,6 +334,7 @@ mod tests {
             outcome: TimeoutsOutcome {
                 ops,
                 elapsed_ns: 1_000_000_000,
+                cpu_ns: 1_000_000_000,
             },
             cpu_s: 1.0,
             peak_rss_kib: 2048,

@@ -13,6 +13,7 @@ use tokio_util::time::DelayQueue;
 use wheel_sync::TimerService;
 
 use super::args::TimeoutsArgs;
+use super::child;
 use super::impls::Impl;
 use super::outcome::TimeoutsOutcome;
 use super::progress::ProgressLine;
@@ -136,6 +137,7 @@ impl Bench {
                 .collect();
             start_line.wait();
             let start = Instant::now();
+            let cpu_start_ns = child::cpu_ns()?;
             thread::sleep(Duration::from_secs_f64(self.secs));
             stop.store(true, Ordering::Relaxed);
             let mut ops = 0;
@@ -145,7 +147,12 @@ impl Bench {
             // After the joins: each worker finishes its batch after `stop`,
             // and those operations are counted.
             let elapsed_ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
-            Ok(TimeoutsOutcome { ops, elapsed_ns })
+            let cpu_ns = child::cpu_ns()?.saturating_sub(cpu_start_ns);
+            Ok(TimeoutsOutcome {
+                ops,
+                elapsed_ns,
+                cpu_ns,
+            })
         })
     }
 }
