@@ -153,22 +153,29 @@ unsafe impl<A> Send for EntryRef<A> {}
 unsafe impl<A> Sync for EntryRef<A> {}
 
 impl<A: Action> EntryRef<A> {
-    /// A pending entry marked `QUEUED` (its creator pushes it next), with
-    /// one reference: this one.
-    pub(crate) fn new(tick: u64, action: A) -> Self {
+    /// A pending entry marked `QUEUED`, and its two references: the
+    /// owner's, and the message its creator pushes next. Counted at once
+    /// rather than cloned: one locked instruction fewer per timer.
+    pub(crate) fn new(tick: u64, action: A) -> (Self, EntryRef) {
         let inner = Box::new(Inner {
             entry: Entry {
                 word: AtomicU64::new(queued_pending(tick)),
-                refs: AtomicU32::new(1),
+                refs: AtomicU32::new(2),
                 slot: AtomicU32::new(SLOT_NEW),
                 vtable: Inner::<A>::VTABLE,
             },
             action,
         });
-        Self {
-            ptr: NonNull::from(Box::leak(inner)).cast(),
+        let ptr = NonNull::from(Box::leak(inner)).cast();
+        let owner = Self {
+            ptr,
             _action: PhantomData,
-        }
+        };
+        let message = EntryRef {
+            ptr,
+            _action: PhantomData,
+        };
+        (owner, message)
     }
 
     /// The action, for its owner.
@@ -473,13 +480,16 @@ mod tests {
         dropped: &StdArc<AtomicUsize>,
     ) -> EntryRef<Callback<impl FnOnce() + Send + 'static>> {
         let (ran, guard) = (ran.clone(), Guard(dropped.clone()));
-        EntryRef::new(
+        let (owner, message) = EntryRef::new(
             7,
             Callback::new(move || {
                 let _guard = guard;
                 ran.fetch_add(1, Ordering::Relaxed);
             }),
-        )
+        );
+        assert_eq!(owner.refs.load(Ordering::Relaxed), 2, "owner and message");
+        drop(message);
+        owner
     }
 
     #[test]
@@ -547,13 +557,14 @@ mod tests {
     fn a_panicking_callback_reports_it_and_is_dropped() {
         let dropped = StdArc::new(AtomicUsize::new(0));
         let guard = Guard(dropped.clone());
-        let entry = EntryRef::new(
+        let (entry, message) = EntryRef::new(
             1,
             Callback::new(move || {
                 let _guard = guard;
                 panic!("callback panics");
             }),
         );
+        drop(message);
         assert!(entry.try_fire(entry.word_relaxed(), 1));
         // SAFETY: `try_fire` just won the move to `FIRED`.
         assert!(!unsafe { entry.fire() });

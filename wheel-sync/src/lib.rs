@@ -450,8 +450,9 @@ impl TimerService {
     ) -> Result<TimerHandle, ScheduleError> {
         let shared = self.shared();
         shared.admit(true)?;
-        let entry = EntryRef::new(tick, Callback::new(f)).erase();
-        shared.submit(&entry, entry.clone(), tick)?;
+        let (entry, message) = EntryRef::new(tick, Callback::new(f));
+        let entry = entry.erase();
+        shared.submit(&entry, message, tick)?;
         Ok(TimerHandle {
             service: self.clone(),
             entry,

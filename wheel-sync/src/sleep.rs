@@ -44,12 +44,12 @@ impl Sleep {
     pub(crate) fn new(service: TimerService, deadline: Instant) -> Self {
         let shared = service.shared();
         let tick = shared.clock.tick_for(deadline);
-        let entry = EntryRef::new(tick, Wake::default());
+        let (entry, message) = EntryRef::new(tick, Wake::default());
         // A refused admission means shutdown: the entry is abandoned, and poll reports it.
         if shared.admit(false).is_err() {
             entry.abandon();
         } else {
-            let _ = shared.submit(&entry, entry.erased(), tick);
+            let _ = shared.submit(&entry, message, tick);
         }
         Self {
             service,
