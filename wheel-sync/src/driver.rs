@@ -403,8 +403,8 @@ impl Driver {
     /// Fires every timer due at or before the tick of `started`, in deadline
     /// order; lateness is measured from `started`.
     ///
-    /// Due timers come out of the wheel [`FIRE_BATCH`] at a time, and each
-    /// one's state word is read as it comes out. That pass has no locked
+    /// Due timers come out of the wheel [`FIRE_BATCH`] at a time, then
+    /// each one's state word is read in a tight pass with no locked
     /// instruction, so the cache misses on the entries of the whole batch
     /// (each a separate allocation, untouched since it was filed) overlap;
     /// firing one at a time, each miss would wait behind the previous
@@ -416,13 +416,19 @@ impl Driver {
         let (mut late_sum, mut late_max) = (0u64, 0u64);
         let mut advance = self.wheel.advance(now);
         loop {
-            self.batch
-                .extend(advance.by_ref().take(FIRE_BATCH).map(|expired| {
-                    let word = expired.value.word_relaxed();
-                    (expired.value, expired.deadline, word)
-                }));
+            self.batch.extend(
+                (advance.by_ref().take(FIRE_BATCH))
+                    .map(|expired| (expired.value, expired.deadline, 0)),
+            );
             if self.batch.is_empty() {
                 break;
+            }
+            // Independent loads a few instructions apart: read while taking
+            // each timer out of the wheel, the wheel's work between two reads
+            // left room for only a few misses in flight (perf put ~75 % of
+            // the taking at the entry's load).
+            for (entry, _, word) in &mut self.batch {
+                *word = entry.word_relaxed();
             }
             for (entry, deadline, word) in self.batch.drain(..) {
                 entry.set_slot(SLOT_OUT);
