@@ -534,3 +534,34 @@ fn cascading_ahead_moves_on_when_the_staged_slot_empties() {
         .collect();
     assert_eq!(fired, [(9_000, 'b')]);
 }
+
+/// `id_at` gives back the id of whatever timer is kept at an index: the
+/// pending one, nothing once it is gone, and a newer timer once the entry is
+/// reused; indexes stay clear of the two values callers keep as sentinels.
+fn id_at_follows_the_entry<S: Storage<u64>>(mut wheel: TimerWheel<u64, S>) {
+    let a = wheel.try_insert(10, 10).unwrap();
+    let b = wheel.try_insert(20, 20).unwrap();
+    assert_ne!(a.index(), b.index());
+    assert_eq!(wheel.id_at(a.index()), Some(a));
+    assert_eq!(wheel.id_at(b.index()), Some(b));
+    assert_eq!(wheel.id_at(u32::MAX), None);
+    assert_eq!(wheel.id_at(u32::MAX - 1), None);
+    assert_eq!(wheel.cancel(a), Some(10));
+    assert_eq!(wheel.id_at(a.index()), None);
+    let c = wheel.try_insert(30, 30).unwrap();
+    assert_eq!(c.index(), a.index(), "the vacant entry is reused");
+    assert_eq!(wheel.id_at(a.index()), Some(c));
+    assert_ne!(c, a, "the old id stays stale");
+    assert_eq!(fire(&mut wheel, 20), [20]);
+    assert_eq!(wheel.id_at(b.index()), None);
+    for id in [a, b, c] {
+        assert!(id.index() < u32::MAX - 1);
+    }
+    wheel.validate();
+}
+
+#[test]
+fn id_at_in_growable_and_fixed_wheels() {
+    id_at_follows_the_entry(Wheel::new());
+    id_at_follows_the_entry(FixedWheel::<u64, 4>::new());
+}
