@@ -20,7 +20,8 @@ EXPERIMENTS:
                scheduled as fast as one thread can at start, as the seed's game
                server does with 1M-4M `await Delay(..)`. It reports how long the
                last one took to fire (the ideal is the max delay), the CPU time and
-               average CPU % (of one core) the process spent, its peak RSS and the
+               average CPU % (of one core) the process spent from the first
+               schedule to the last fire (getrusage), its peak RSS and the
                bytes each timer cost above the idle process, and each timer's
                lateness past its own deadline (p50/p99/max, and any that fired early).
                Defaults: --timers 1000000 --min-ms 500 --max-ms 15000.
@@ -28,8 +29,8 @@ EXPERIMENTS:
     timeouts   Each of --threads threads loops schedule(1 s) + cancel for --secs
                seconds, as a client does around every request it sends. It reports
                total schedule+cancel pairs per second, the wall time of one pair on
-               one thread (ns/op), the speed-up over `heap`, the CPU time and peak
-               RSS. Defaults: --threads 1,2,8 --secs 5.
+               one thread (ns/op), the speed-up over `heap`, the CPU time over
+               those seconds and the peak RSS. Defaults: --threads 1,2,8 --secs 5.
 
 IMPLEMENTATIONS (each measured in its own child process):
     wheel        wheel-sync callbacks
