@@ -510,6 +510,24 @@ impl TimerService {
         Timeout::new(future, self.sleep(delay))
     }
 
+    /// Runs `future` with a deadline at `deadline`. The future is polled
+    /// first, so one that is ready wins even when the deadline has passed.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let timers = wheel_sync::TimerService::new();
+    /// # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    /// let deadline = Instant::now() + Duration::from_millis(2);
+    /// let never = std::future::pending::<()>();
+    /// assert!(rt.block_on(timers.timeout_at(deadline, never)).is_err());
+    /// assert!(Instant::now() >= deadline);
+    /// ```
+    pub fn timeout_at<F: Future>(&self, deadline: Instant, future: F) -> Timeout<F> {
+        Timeout::new(future, self.sleep_until(deadline))
+    }
+
     /// Live timers: scheduled callbacks, sleeps and timeouts that have not
     /// fired, been cancelled or been dropped.
     ///

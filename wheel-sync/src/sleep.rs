@@ -239,6 +239,20 @@ impl<F> Timeout<F> {
         &self.future
     }
 
+    /// The inner future, mutably (it is not pinned through this).
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let timers = wheel_sync::TimerService::new();
+    /// let mut t = timers.timeout(Duration::from_secs(1), std::future::ready(3));
+    /// let _inner: &mut std::future::Ready<i32> = t.get_mut();
+    /// ```
+    pub fn get_mut(&mut self) -> &mut F {
+        &mut self.future
+    }
+
     /// Drops the deadline and returns the inner future.
     ///
     /// # Examples

@@ -1070,6 +1070,26 @@ fn timeout_ok_when_the_future_wins_err_when_time_wins() {
 }
 
 #[test]
+fn timeout_at_keeps_its_deadline_and_lets_a_ready_future_win() {
+    let timers = TimerService::new();
+    let deadline = Instant::now() + Duration::from_millis(15);
+    let timeout = timers.timeout_at(deadline, std::future::pending::<()>());
+    assert_eq!(timeout.deadline(), deadline);
+    assert_eq!(timers.pending(), 1);
+    assert!(block_on(timeout).is_err());
+    assert!(Instant::now() >= deadline, "the timeout elapsed early");
+
+    let past = Instant::now() - Duration::from_millis(1);
+    assert_eq!(block_on(timers.timeout_at(past, async { 2 })), Ok(2));
+    assert!(block_on(timers.timeout_at(past, std::future::pending::<()>())).is_err());
+
+    let mut timeout = timers.timeout_at(Instant::now() + HOUR, std::future::ready(5));
+    *timeout.get_mut() = std::future::ready(6);
+    assert_eq!(block_on(timeout), Ok(6), "get_mut reaches the inner future");
+    assert_eq!(timers.pending(), 0);
+}
+
+#[test]
 fn dropping_sleep_and_timeout_cancels_them() {
     let timers = TimerService::new();
     let mut sleep = timers.sleep(HOUR);
