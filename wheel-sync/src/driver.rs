@@ -38,6 +38,7 @@ use wheel_core::Wheel;
 
 use crate::clock::Clock;
 use crate::entry::{self, EntryRef, CANCELLED, FIRED, PENDING, SLOT_NEW, SLOT_OUT};
+use crate::parked::{self, Slots};
 use crate::queue::{Consumer, Producer};
 use crate::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use crate::sync::{thread, Arc, Mutex};
@@ -71,6 +72,8 @@ const FOREVER: u64 = u64::MAX;
 /// What producers and the driver share.
 pub(crate) struct Shared {
     producer: Producer<EntryRef>,
+    /// Far-off timers waiting next to the queue (see `parked`).
+    parked: Slots,
     pub(crate) clock: Clock,
     /// Live timers: callbacks, sleeps and timeouts.
     pending: CachePadded<AtomicUsize>,
@@ -107,6 +110,7 @@ impl Shared {
         let (producer, consumer) = crate::queue::channel();
         let shared = Arc::new(Self {
             producer,
+            parked: Slots::new(),
             clock,
             pending: CachePadded::new(AtomicUsize::new(0)),
             max_pending,
@@ -126,7 +130,14 @@ impl Shared {
         &self.stats
     }
 
+    /// Live timers. Without a `max_pending` limit the count is kept per
+    /// parking slot (each thread counts in and out on its own cache line, as
+    /// one shared counter made threads contend on every schedule and
+    /// cancel), and this sums the slots.
     pub(crate) fn pending(&self) -> usize {
+        if self.max_pending == usize::MAX {
+            return self.parked.live();
+        }
         self.pending.load(Ordering::Acquire)
     }
 
@@ -144,7 +155,11 @@ impl Shared {
         if self.is_shutdown() {
             return Err(ScheduleError::Shutdown);
         }
-        if !limited || self.max_pending == usize::MAX {
+        if self.max_pending == usize::MAX {
+            self.parked.count(1);
+            return Ok(());
+        }
+        if !limited {
             self.pending.fetch_add(1, Ordering::AcqRel);
             return Ok(());
         }
@@ -159,7 +174,11 @@ impl Shared {
 
     /// A timer left `PENDING` by a transition this thread won.
     pub(crate) fn release(&self) {
-        self.pending.fetch_sub(1, Ordering::AcqRel);
+        if self.max_pending == usize::MAX {
+            self.parked.count(-1);
+        } else {
+            self.pending.fetch_sub(1, Ordering::AcqRel);
+        }
     }
 
     /// Hands `entry` to the driver, which must have seen it by tick
@@ -189,6 +208,43 @@ impl Shared {
         Ok(())
     }
 
+    /// Like [`submit`](Self::submit), but parks the message in this
+    /// thread's slot (see `parked`) for a timer due at least
+    /// [`parked::PARK_MIN`] from now: a cancel from this thread then takes it
+    /// back before the driver sees it. A message it displaces is submitted.
+    pub(crate) fn park<A>(
+        &self,
+        entry: &EntryRef<A>,
+        message: EntryRef,
+        look_by: u64,
+    ) -> Result<(), ScheduleError> {
+        let displaced = self.parked.park(message);
+        fence(Ordering::SeqCst);
+        if self.shutdown.load(Ordering::Relaxed) {
+            // The driver's last sweep may be over: nobody else will take
+            // these back.
+            self.parked.take_back(entry.as_ptr());
+            if let Some(other) = displaced {
+                self.abandon(&other);
+            }
+            if !self.abandon(entry) && entry.state() == FIRED {
+                return Ok(());
+            }
+            return Err(ScheduleError::Shutdown);
+        }
+        self.wake_driver_if(|planned| look_by < planned);
+        if let Some(other) = displaced {
+            let tick = entry::tick_of(other.word_relaxed());
+            let _ = self.submit(&other.clone(), other, tick);
+        }
+        Ok(())
+    }
+
+    /// Timers cancelled while parked, which the driver never saw.
+    pub(crate) fn retracted(&self) -> u64 {
+        self.parked.retracted()
+    }
+
     /// An entry whose message is still queued now wants the driver by tick
     /// `look_by` (a `Sleep` reset earlier): unparks a driver planning to wake
     /// later. The fence pairs with `park`'s, as in `submit`: either the
@@ -215,6 +271,10 @@ impl Shared {
             // By the round before its deadline: it never needs the driver sooner.
             let look_by = finished.tick.saturating_sub(1);
             let _ = self.submit(entry, message(), look_by);
+        } else {
+            // Its message is queued or parked; if parked by this thread,
+            // take it back so the driver never sees the timer.
+            self.parked.retract(entry.as_ptr());
         }
         true
     }
@@ -305,6 +365,8 @@ pub(crate) struct Driver {
     /// Due timers on their way out of the wheel: entry, deadline tick, and
     /// the state word as first read. Empty between calls of `fire_due`.
     batch: Vec<(EntryRef, u64, u64)>,
+    /// When the parked messages were last taken.
+    last_sweep: Instant,
 }
 
 impl fmt::Debug for Driver {
@@ -323,20 +385,27 @@ impl Driver {
             consumer,
             wheel: Box::new(Wheel::starting_at(now)),
             batch: Vec::with_capacity(FIRE_BATCH),
+            last_sweep: Instant::now(),
         }
     }
 
     /// Runs rounds until shutdown; returns how many timers never fired.
     pub(crate) fn run(mut self) -> usize {
+        // Whether the last sleep was ended by a producer.
+        let mut woken = false;
         loop {
             let stopping = self.shared.is_shutdown();
             if stopping {
                 fence(Ordering::SeqCst);
                 return self.abandon_all();
             }
-            let filed = self.file_submissions(BATCH);
-            self.fire_due(Instant::now());
-            if filed == BATCH {
+            let mut filed = self.file_submissions(BATCH);
+            let now = Instant::now();
+            if now.saturating_duration_since(self.last_sweep) >= parked::SWEEP_EVERY {
+                filed += self.sweep(now);
+            }
+            self.fire_due(now);
+            if filed >= BATCH {
                 continue;
             }
             if filed == 0 && !self.consumer.is_empty() {
@@ -346,8 +415,15 @@ impl Driver {
                 continue;
             }
             self.cascade_ahead();
-            self.park(filed > 0);
+            woken = self.park(filed > 0 || woken);
         }
+    }
+
+    /// Files every parked message; returns how many.
+    fn sweep(&mut self, now: Instant) -> usize {
+        self.last_sweep = now;
+        let shared = Arc::clone(&self.shared);
+        shared.parked.sweep(|message| self.file(message))
     }
 
     /// Pops up to `limit` submissions; returns how many.
@@ -492,27 +568,38 @@ impl Driver {
     }
 
     /// Sleeps until the next expiration unless a submission or shutdown
-    /// arrived meanwhile (see the module's ground rules).
+    /// arrived meanwhile (see the module's ground rules). Returns whether a
+    /// producer ended the sleep.
     ///
-    /// An empty wheel after a `busy` round (one that filed submissions)
-    /// naps [`RECLAIM_EVERY`] as if a timer were due then, rather than
-    /// parking for good: parked for good, the driver must be woken by the
-    /// very next submission, and a thread that schedules and cancels in a
-    /// loop (every cancel empties the wheel again) would pay for a wake-up
-    /// every few submissions. A nap in which nothing arrives ends in parking
-    /// for good, so an idle service still costs no CPU.
-    fn park(&mut self, busy: bool) {
-        let next = self.wheel.next_expiration();
-        let shared = &*self.shared;
-        let plan = match next {
-            None if busy => Some(shared.clock.tick_after(RECLAIM_EVERY)),
-            next => next,
+    /// An empty wheel after a `busy` round (one that filed submissions, or
+    /// followed a wake-up by a producer) naps [`RECLAIM_EVERY`] as if a
+    /// timer were due then, rather than parking for good: parked for good,
+    /// the driver must be woken by the very next submission, and a thread
+    /// that schedules and cancels in a loop (every cancel empties the wheel
+    /// again) would pay for a wake-up every few submissions. A nap in which
+    /// nothing arrives ends in parking for good, so an idle service still
+    /// costs no CPU.
+    ///
+    /// A sleep longer than [`parked::SWEEP_EVERY`] first files the parked
+    /// messages; one parked after that check, with a deadline before the
+    /// planned wake-up, makes its producer wake the driver (the same
+    /// handshake as a submission).
+    fn park(&mut self, busy: bool) -> bool {
+        let mut busy = busy;
+        let plan = loop {
+            let plan = self.plan(busy);
+            if !self.sleeps_long(plan) || self.sweep(Instant::now()) == 0 {
+                break plan;
+            }
+            busy = true;
         };
+        let shared = &*self.shared;
         shared
             .sleeping_until
             .store(plan.unwrap_or(FOREVER), Ordering::Relaxed);
         fence(Ordering::SeqCst);
-        if self.consumer.is_empty() && !shared.shutdown.load(Ordering::Relaxed) {
+        let parked_since = self.sleeps_long(plan) && shared.parked.any();
+        if self.consumer.is_empty() && !parked_since && !shared.shutdown.load(Ordering::Relaxed) {
             DriverStats::bump(&shared.stats.wakeups, 1);
             match plan {
                 // Idle: nothing can come due, so nothing to reclaim either.
@@ -533,11 +620,33 @@ impl Driver {
                 }
             }
         }
-        shared.sleeping_until.store(AWAKE, Ordering::Relaxed);
+        // A producer that wakes the driver sets `AWAKE` before unparking it.
+        shared.sleeping_until.swap(AWAKE, Ordering::Relaxed) == AWAKE
+    }
+
+    /// The tick to wake at: the next expiration, or a nap's end after a
+    /// busy round on an empty wheel; `None` to sleep until woken.
+    fn plan(&self, busy: bool) -> Option<u64> {
+        match self.wheel.next_expiration() {
+            None if busy => Some(self.shared.clock.tick_after(RECLAIM_EVERY)),
+            next => next,
+        }
+    }
+
+    /// Whether sleeping until `plan` outlasts [`parked::SWEEP_EVERY`].
+    fn sleeps_long(&self, plan: Option<u64>) -> bool {
+        let horizon = Instant::now() + parked::SWEEP_EVERY;
+        plan.is_none_or(|tick| {
+            self.shared
+                .clock
+                .instant_of(tick)
+                .is_none_or(|due| due > horizon)
+        })
     }
 
     /// Files what is still queued, then abandons every pending timer.
     fn abandon_all(mut self) -> usize {
+        self.sweep(Instant::now());
         while self.file_submissions(usize::MAX) > 0 {}
         let shared = &*self.shared;
         let mut unfired = 0;

@@ -225,6 +225,36 @@ impl<A> EntryRef<A> {
     }
 }
 
+impl EntryRef {
+    /// The reference as a raw pointer, for an atomic slot; the count is not
+    /// touched, so the pointer owns this reference until [`from_raw`](Self::from_raw).
+    pub(crate) fn into_raw(self) -> *mut Entry {
+        let ptr = self.ptr.as_ptr();
+        core::mem::forget(self);
+        ptr
+    }
+
+    /// Takes back a reference given up by [`into_raw`](Self::into_raw).
+    ///
+    /// # Safety
+    /// `ptr` came from `into_raw`, and its reference is taken back once.
+    pub(crate) unsafe fn from_raw(ptr: *mut Entry) -> Self {
+        Self {
+            // SAFETY: `into_raw` gave out a pointer from a `NonNull`.
+            ptr: unsafe { NonNull::new_unchecked(ptr) },
+            _action: PhantomData,
+        }
+    }
+}
+
+impl<A> EntryRef<A> {
+    /// Where the entry lives: what [`into_raw`](EntryRef::into_raw) gives
+    /// for a reference to it.
+    pub(crate) fn as_ptr(&self) -> *mut Entry {
+        self.ptr.as_ptr()
+    }
+}
+
 impl<A> core::ops::Deref for EntryRef<A> {
     type Target = Entry;
 

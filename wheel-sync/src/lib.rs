@@ -66,6 +66,7 @@
 mod clock;
 mod driver;
 mod entry;
+mod parked;
 pub mod queue;
 mod sleep;
 mod sync;
@@ -418,7 +419,7 @@ impl TimerService {
         f: impl FnOnce() + Send + 'static,
     ) -> Result<TimerHandle, ScheduleError> {
         let tick = self.shared().clock.tick_after(delay);
-        self.schedule_tick(tick, f)
+        self.schedule_tick(tick, delay >= parked::PARK_MIN, f)
     }
 
     /// Runs `f` on the driver thread at `deadline` (at once if it has passed).
@@ -440,19 +441,26 @@ impl TimerService {
         f: impl FnOnce() + Send + 'static,
     ) -> Result<TimerHandle, ScheduleError> {
         let tick = self.shared().clock.tick_for(deadline);
-        self.schedule_tick(tick, f)
+        self.schedule_tick(tick, false, f)
     }
 
+    /// `far`: the deadline is at least [`parked::PARK_MIN`] away, so the
+    /// timer may be parked rather than queued (see `parked`).
     fn schedule_tick(
         &self,
         tick: u64,
+        far: bool,
         f: impl FnOnce() + Send + 'static,
     ) -> Result<TimerHandle, ScheduleError> {
         let shared = self.shared();
         shared.admit(true)?;
         let (entry, message) = EntryRef::new(tick, Callback::new(f));
         let entry = entry.erase();
-        shared.submit(&entry, message, tick)?;
+        if far {
+            shared.park(&entry, message, tick)?;
+        } else {
+            shared.submit(&entry, message, tick)?;
+        }
         Ok(TimerHandle {
             service: self.clone(),
             entry,
@@ -561,10 +569,12 @@ impl TimerService {
         let mean_ns = load(&driver.lateness_sum_ns)
             .checked_div(fired)
             .unwrap_or(0);
+        // Timers cancelled while parked never reach the driver's counts.
+        let retracted = shared.retracted();
         Stats {
-            scheduled: load(&driver.scheduled),
+            scheduled: load(&driver.scheduled) + retracted,
             fired,
-            cancelled: load(&driver.cancelled),
+            cancelled: load(&driver.cancelled) + retracted,
             panicked: load(&driver.panicked),
             pending: shared.pending(),
             max_lateness: Duration::from_nanos(load(&driver.lateness_max_ns)),

@@ -1,7 +1,9 @@
 //! loom models of the service's protocols, run on the real `TimerService`
 //! (its driver is a loom thread): cancel vs fire, cancel while queued, the
 //! driver's park/unpark handshake, `Sleep` waker registration vs fire, the
-//! `max_pending` counter, and shutdown racing a schedule.
+//! `max_pending` counter, shutdown racing a schedule, and parked timers
+//! (an hour away, so every `schedule(HOUR)` here parks) displacing each
+//! other, retracted by a cancel, swept by the driver, abandoned at shutdown.
 //!
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p wheel-sync --release --test loom_service`
 //!
@@ -201,5 +203,42 @@ fn shutdown_racing_schedule_loses_nothing() {
         }
         assert!(report.unfired <= 1);
         wait_until(|| drops.load(Ordering::SeqCst) == 1);
+    });
+}
+
+#[test]
+fn parked_timers_displacing_each_other_are_all_accounted_for() {
+    model(|| {
+        // Far-off timers are parked; model threads share one slot, so the
+        // second displaces the first into the queue while the driver may be
+        // sweeping the slot.
+        let timers = TimerService::new();
+        let drops = Arc::new(AtomicUsize::new(0));
+        let spawn_schedule = |timers: &TimerService| {
+            let timers = timers.clone();
+            let guard = DropCount(drops.clone());
+            thread::spawn(move || {
+                timers
+                    .schedule(HOUR, move || {
+                        drop(guard);
+                        panic!("an hour has not passed");
+                    })
+                    .unwrap()
+            })
+        };
+        let a = spawn_schedule(&timers);
+        let b = spawn_schedule(&timers);
+        let (a, b) = (a.join().unwrap(), b.join().unwrap());
+        assert_eq!(timers.pending(), 2);
+        assert!(a.cancel());
+        assert_eq!(timers.pending(), 1);
+        drop(a);
+        let report = timers.shutdown().unwrap();
+        assert_eq!(report.unfired, 1, "the live one is abandoned, not lost");
+        assert!(b.is_cancelled());
+        drop(b);
+        wait_until(|| drops.load(Ordering::SeqCst) == 2);
+        let stats = timers.stats();
+        assert_eq!((stats.scheduled, stats.cancelled, stats.fired), (2, 1, 0));
     });
 }

@@ -1340,3 +1340,149 @@ fn reset_earlier_wakes_a_sleeping_driver() {
         "a reset 1 ms ahead took {fastest:?}"
     );
 }
+
+// Parking: a callback due at least 50 ms out waits in its thread's slot
+// next to the queue; a cancel from that thread takes it back unseen.
+
+/// A parked timer whose thread never touches the service again still fires,
+/// on time: the driver, idle before, is woken for it or sweeps it.
+#[test]
+fn a_parked_timer_fires_although_its_thread_goes_quiet() {
+    let timers = TimerService::new();
+    // Let the driver settle into sleeping with nothing to do.
+    thread::sleep(Duration::from_millis(20));
+    let delay = Duration::from_millis(80);
+    let (tx, rx) = mpsc::channel();
+    let start = Instant::now();
+    let handle = thread::spawn({
+        let timers = timers.clone();
+        move || {
+            timers
+                .schedule(delay, move || tx.send(Instant::now()).unwrap())
+                .unwrap()
+        }
+    })
+    .join()
+    .unwrap();
+    let fired_at = rx
+        .recv_timeout(PATIENCE)
+        .expect("the parked timer never fired");
+    assert!(fired_at >= start + delay, "fired early");
+    assert!(
+        fired_at <= start + delay + LATE_BOUND,
+        "fired {:?} late",
+        fired_at - start - delay
+    );
+    assert!(handle.is_fired());
+}
+
+/// Two timers from one thread: the second displaces the first from the slot
+/// into the queue; both fire, in deadline order, neither early.
+#[test]
+fn a_displaced_parked_timer_still_fires_in_order() {
+    let timers = TimerService::new();
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let start = Instant::now();
+    let mut handles = Vec::new();
+    for (name, ms) in [("second", 120), ("first", 60)] {
+        let order = order.clone();
+        let delay = Duration::from_millis(ms);
+        handles.push(
+            timers
+                .schedule(delay, move || {
+                    order.lock().unwrap().push((name, Instant::now()))
+                })
+                .unwrap(),
+        );
+    }
+    assert!(wait_until(|| order.lock().unwrap().len() == 2));
+    let order = order.lock().unwrap();
+    assert_eq!(
+        order.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
+        ["first", "second"]
+    );
+    assert!(order[0].1 >= start + Duration::from_millis(60));
+    assert!(order[1].1 >= start + Duration::from_millis(120));
+    assert_eq!(timers.pending(), 0);
+}
+
+/// Cancelled by another thread, a parked timer stays in its slot until the
+/// driver sweeps it: it is freed then, well before its deadline, and counted.
+#[test]
+fn a_parked_timer_cancelled_elsewhere_is_swept_and_freed() {
+    let timers = TimerService::new();
+    let (guard, dropped) = drop_flag();
+    let handle = timers.schedule(HOUR, move || drop(guard)).unwrap();
+    assert_eq!(timers.pending(), 1);
+    let cancelled = thread::spawn(move || {
+        let won = handle.cancel();
+        drop(handle);
+        won
+    })
+    .join()
+    .unwrap();
+    assert!(cancelled);
+    assert_eq!(timers.pending(), 0, "counted out at once");
+    assert!(
+        wait_until(|| dropped.load(SeqCst)),
+        "a cancelled parked timer is held until its deadline"
+    );
+    assert!(wait_until(|| {
+        let s = timers.stats();
+        (s.scheduled, s.cancelled) == (1, 1)
+    }));
+}
+
+/// Retracted timers never reach the driver, yet the counters see them and
+/// the closures are released as the handles go.
+#[test]
+fn retracted_timers_are_counted_and_freed_at_once() {
+    const PAIRS: u64 = 10_000;
+    let timers = TimerService::new();
+    let drops = Arc::new(AtomicUsize::new(0));
+    let mut freed_at_once = 0;
+    for _ in 0..PAIRS {
+        let (guard, dropped) = drop_flag();
+        let drops = drops.clone();
+        let handle = timers
+            .schedule(Duration::from_secs(1), move || {
+                drop(guard);
+                drops.fetch_add(1, SeqCst);
+            })
+            .unwrap();
+        assert!(handle.cancel());
+        drop(handle);
+        freed_at_once += u64::from(dropped.load(SeqCst));
+    }
+    assert_eq!(drops.load(SeqCst), 0, "no cancelled callback ran");
+    assert_eq!(timers.pending(), 0);
+    // Only a sweep that happens to land between a schedule and its cancel
+    // leaves a timer for the driver to free.
+    assert!(
+        freed_at_once > PAIRS / 2,
+        "only {freed_at_once} freed at cancel"
+    );
+    assert!(
+        wait_until(|| {
+            let s = timers.stats();
+            (s.scheduled, s.cancelled, s.fired) == (PAIRS, PAIRS, 0)
+        }),
+        "{:?}",
+        timers.stats()
+    );
+}
+
+/// Shutdown abandons a parked timer like a queued one: reported, closure
+/// dropped unrun, the handle sees it.
+#[test]
+fn shutdown_abandons_parked_timers() {
+    let timers = TimerService::new();
+    let (guard, dropped) = drop_flag();
+    let handle = timers.schedule(HOUR, move || drop(guard)).unwrap();
+    let report = timers.shutdown().unwrap();
+    assert_eq!(report.unfired, 1);
+    assert!(dropped.load(SeqCst), "the closure outlived shutdown");
+    assert!(handle.is_cancelled());
+    assert!(!handle.cancel());
+    assert_eq!(timers.pending(), 0);
+}
