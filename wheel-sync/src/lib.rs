@@ -306,6 +306,11 @@ impl Builder {
 }
 
 /// Ends the driver when the last handle goes.
+///
+/// Aligned to a cache line of its own: every `schedule` reads `shared`
+/// from here while other threads bump the `Arc`'s count next to it (each
+/// handle is a clone), and sharing their line made that read a miss.
+#[repr(align(128))]
 struct Owner {
     shared: Arc<Shared>,
     join: Mutex<Option<thread::JoinHandle<usize>>>,
