@@ -22,13 +22,21 @@
 //!   reclaim, far timers) never piles up while it sleeps. A `Sleep` reset
 //!   earlier while its message is still queued pushes nothing, but makes the
 //!   same fence-and-compare ([`Shared::hurry`]).
+//! - Parked timers (see `parked`) are the queue's too: the driver takes
+//!   every parked message each round once [`parked::SWEEP_EVERY`] has
+//!   passed since the last sweep, and before any longer sleep; the check of
+//!   the slots joins the queue's in the handshake above, and a parking
+//!   producer makes the same fence-and-compare as a pushing one. Being
+//!   woken by a producer counts as a busy round, so a thread whose timers
+//!   are all parked and retracted costs a wake-up per nap, not per timer.
 //! - Backpressure: a producer that finds more than [`BACKLOG_HIGH`]
 //!   submissions queued yields to the driver until half are filed, so the
 //!   queue (and memory) stays bounded when producers outnumber cores.
 //! - Shutdown: the flag is set, the driver is unparked unconditionally, and
-//!   its last round files every queued submission and then abandons every
-//!   pending timer. A producer that pushed concurrently re-checks the flag
-//!   after its push and abandons its own timer, so none is stranded.
+//!   its last round files every parked and queued submission and then
+//!   abandons every pending timer. A producer that pushed or parked
+//!   concurrently re-checks the flag afterwards and abandons its own timer
+//!   (taking a parked one back first), so none is stranded.
 
 use core::fmt;
 use std::time::{Duration, Instant};

@@ -21,12 +21,20 @@
 //!
 //! # How it works
 //!
-//! - **Submission** never blocks or locks: a timer is an `Arc`'d entry whose
-//!   state word decides fire-vs-cancel with one compare-exchange; `schedule`,
-//!   `cancel` and `Sleep::reset` change the word and push the entry onto an
-//!   MPSC [`queue`]. The driver is unparked only when a new deadline is
-//!   earlier than its planned wake-up (or once per 1024 submissions, so a
-//!   backlog never builds while it sleeps) — never on every submission.
+//! - **Submission** never blocks or locks: a timer is a reference-counted
+//!   entry whose state word decides fire-vs-cancel with one
+//!   compare-exchange; `schedule`, `cancel` and `Sleep::reset` change the
+//!   word and push the entry onto an MPSC [`queue`]. The driver is unparked
+//!   only when a new deadline is earlier than its planned wake-up (or once
+//!   per 1024 submissions, so a backlog never builds while it sleeps) —
+//!   never on every submission.
+//! - **Parking**: a callback scheduled at least 50 ms out by
+//!   [`TimerService::schedule`] waits in a slot of its thread's, next to the
+//!   queue, until the thread schedules another or the driver sweeps the
+//!   slots (every 10 ms while it is awake, and before any longer sleep). A
+//!   cancel from the same thread in between (a request answered in time)
+//!   takes it back: the driver never sees it, and no cache line crosses
+//!   cores. Everything else about the timer is as if it had been queued.
 //! - **The driver** drains submissions in bounded batches, advances the wheel
 //!   to the current tick, runs due callbacks (panics are caught and counted)
 //!   and wakes due futures, then parks until the next expiration (at most
@@ -47,7 +55,9 @@
 //! # Counting and limits
 //!
 //! [`TimerService::pending`] counts every live timer — callbacks, sleeps and
-//! timeouts — and falls at once on fire, cancel or drop.
+//! timeouts — and falls at once on fire, cancel or drop. Without a limit,
+//! each thread counts on a cache line of its own and `pending` sums them:
+//! exact whenever no timer is being scheduled or cancelled meanwhile.
 //! [`Builder::max_pending`] bounds what [`TimerService::schedule`] and
 //! [`TimerService::schedule_at`] admit, exactly under concurrency. Futures
 //! count toward that total (so they can make `schedule` refuse) but are
