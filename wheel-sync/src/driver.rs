@@ -594,9 +594,10 @@ impl Driver {
     /// handshake as a submission).
     fn park(&mut self, busy: bool) -> bool {
         let mut busy = busy;
+        let now = Instant::now();
         let plan = loop {
             let plan = self.plan(busy);
-            if !self.sleeps_long(plan) || self.sweep(Instant::now()) == 0 {
+            if !self.sleeps_long(plan, now) || self.sweep(now) == 0 {
                 break plan;
             }
             busy = true;
@@ -606,7 +607,7 @@ impl Driver {
             .sleeping_until
             .store(plan.unwrap_or(FOREVER), Ordering::Relaxed);
         fence(Ordering::SeqCst);
-        let parked_since = self.sleeps_long(plan) && shared.parked.any();
+        let parked_since = self.sleeps_long(plan, now) && shared.parked.any();
         if self.consumer.is_empty() && !parked_since && !shared.shutdown.load(Ordering::Relaxed) {
             DriverStats::bump(&shared.stats.wakeups, 1);
             match plan {
@@ -641,9 +642,9 @@ impl Driver {
         }
     }
 
-    /// Whether sleeping until `plan` outlasts [`parked::SWEEP_EVERY`].
-    fn sleeps_long(&self, plan: Option<u64>) -> bool {
-        let horizon = Instant::now() + parked::SWEEP_EVERY;
+    /// Whether sleeping from `now` until `plan` outlasts [`parked::SWEEP_EVERY`].
+    fn sleeps_long(&self, plan: Option<u64>, now: Instant) -> bool {
+        let horizon = now + parked::SWEEP_EVERY;
         plan.is_none_or(|tick| {
             self.shared
                 .clock
