@@ -203,10 +203,7 @@ impl Shared {
         let seq = self.producer.push(message);
         fence(Ordering::SeqCst);
         if self.shutdown.load(Ordering::Relaxed) {
-            if !self.abandon(entry) && entry.state() == FIRED {
-                return Ok(()); // the driver filed and fired it before stopping
-            }
-            return Err(ScheduleError::Shutdown);
+            return self.shut_out(entry);
         }
         let wake_anyway = seq % WAKE_EVERY == 0;
         self.wake_driver_if(|planned| look_by < planned || wake_anyway);
@@ -235,10 +232,7 @@ impl Shared {
             if let Some(other) = displaced {
                 self.abandon(&other);
             }
-            if !self.abandon(entry) && entry.state() == FIRED {
-                return Ok(());
-            }
-            return Err(ScheduleError::Shutdown);
+            return self.shut_out(entry);
         }
         self.wake_driver_if(|planned| look_by < planned);
         if let Some(other) = displaced {
@@ -246,6 +240,16 @@ impl Shared {
             let _ = self.submit(&other.clone(), other, tick);
         }
         Ok(())
+    }
+
+    /// A producer that handed `entry` over and then found the service shut
+    /// down: abandons the entry unless the driver got to it first. `Ok` if
+    /// the driver filed and fired it before stopping.
+    fn shut_out<A>(&self, entry: &EntryRef<A>) -> Result<(), ScheduleError> {
+        if !self.abandon(entry) && entry.state() == FIRED {
+            return Ok(());
+        }
+        Err(ScheduleError::Shutdown)
     }
 
     /// Timers cancelled while parked, which the driver never saw.
