@@ -143,14 +143,20 @@ impl Shared {
     /// one shared counter made threads contend on every schedule and
     /// cancel), and this sums the slots.
     pub(crate) fn pending(&self) -> usize {
-        if self.max_pending == usize::MAX {
+        if self.unlimited() {
             return self.parked.live();
         }
         self.pending.load(Ordering::Acquire)
     }
 
     pub(crate) fn max_pending(&self) -> Option<usize> {
-        (self.max_pending != usize::MAX).then_some(self.max_pending)
+        (!self.unlimited()).then_some(self.max_pending)
+    }
+
+    /// No `max_pending` limit: `pending` is counted per parking slot.
+    #[inline]
+    fn unlimited(&self) -> bool {
+        self.max_pending == usize::MAX
     }
 
     pub(crate) fn is_shutdown(&self) -> bool {
@@ -163,7 +169,7 @@ impl Shared {
         if self.is_shutdown() {
             return Err(ScheduleError::Shutdown);
         }
-        if self.max_pending == usize::MAX {
+        if self.unlimited() {
             self.parked.count(1);
             return Ok(());
         }
@@ -182,7 +188,7 @@ impl Shared {
 
     /// A timer left `PENDING` by a transition this thread won.
     pub(crate) fn release(&self) {
-        if self.max_pending == usize::MAX {
+        if self.unlimited() {
             self.parked.count(-1);
         } else {
             self.pending.fetch_sub(1, Ordering::AcqRel);
@@ -599,10 +605,11 @@ impl Driver {
     fn park(&mut self, busy: bool) -> bool {
         let mut busy = busy;
         let now = Instant::now();
-        let plan = loop {
+        let (plan, long) = loop {
             let plan = self.plan(busy);
-            if !self.sleeps_long(plan, now) || self.sweep(now) == 0 {
-                break plan;
+            let long = self.sleeps_long(plan, now);
+            if !long || self.sweep(now) == 0 {
+                break (plan, long);
             }
             busy = true;
         };
@@ -611,7 +618,7 @@ impl Driver {
             .sleeping_until
             .store(plan.unwrap_or(FOREVER), Ordering::Relaxed);
         fence(Ordering::SeqCst);
-        let parked_since = self.sleeps_long(plan, now) && shared.parked.any();
+        let parked_since = long && shared.parked.any();
         if self.consumer.is_empty() && !parked_since && !shared.shutdown.load(Ordering::Relaxed) {
             DriverStats::bump(&shared.stats.wakeups, 1);
             match plan {
