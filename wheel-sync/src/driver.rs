@@ -46,6 +46,7 @@ use wheel_core::Wheel;
 
 use crate::clock::Clock;
 use crate::entry::{self, EntryRef, CANCELLED, FIRED, PENDING, SLOT_NEW, SLOT_OUT};
+use crate::job::Job;
 use crate::parked::{self, Slots};
 use crate::queue::{Consumer, Producer};
 use crate::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -77,9 +78,17 @@ const AWAKE: u64 = 0;
 /// `sleeping_until` while it sleeps with an empty wheel.
 const FOREVER: u64 = u64::MAX;
 
+/// What travels through the queue to the driver.
+pub(crate) enum Message {
+    /// A shared entry whose state word the driver makes the wheel agree with.
+    Entry(EntryRef),
+    /// A detached callback, due at the tick: the driver's alone from now on.
+    Job(u64, Job),
+}
+
 /// What producers and the driver share.
 pub(crate) struct Shared {
-    producer: Producer<EntryRef>,
+    producer: Producer<Message>,
     /// Far-off timers waiting next to the queue (see `parked`).
     parked: Slots,
     pub(crate) clock: Clock,
@@ -114,7 +123,7 @@ impl DriverStats {
 }
 
 impl Shared {
-    pub(crate) fn new(clock: Clock, max_pending: usize) -> (Arc<Self>, Consumer<EntryRef>) {
+    pub(crate) fn new(clock: Clock, max_pending: usize) -> (Arc<Self>, Consumer<Message>) {
         let (producer, consumer) = crate::queue::channel();
         let shared = Arc::new(Self {
             producer,
@@ -188,10 +197,15 @@ impl Shared {
 
     /// A timer left `PENDING` by a transition this thread won.
     pub(crate) fn release(&self) {
+        self.release_n(1);
+    }
+
+    /// `n` timers left `PENDING` (or detached callbacks are about to run).
+    fn release_n(&self, n: usize) {
         if self.unlimited() {
-            self.parked.count(-1);
+            self.parked.count(-(n as i64));
         } else {
-            self.pending.fetch_sub(1, Ordering::AcqRel);
+            self.pending.fetch_sub(n, Ordering::AcqRel);
         }
     }
 
@@ -206,17 +220,35 @@ impl Shared {
         message: EntryRef,
         look_by: u64,
     ) -> Result<(), ScheduleError> {
+        if self.push(Message::Entry(message), look_by) {
+            return self.shut_out(entry);
+        }
+        Ok(())
+    }
+
+    /// Hands a detached callback due at `tick` to the driver. It is the
+    /// driver's from here on: it runs at its tick, or is dropped unrun if the
+    /// service shuts down first (then, if it was pushed after the driver's
+    /// last round, only when the queue goes).
+    pub(crate) fn submit_job(&self, tick: u64, job: Job) {
+        self.push(Message::Job(tick, job), tick);
+    }
+
+    /// Pushes `message`, which the driver must have seen by tick `look_by`,
+    /// and does a producer's part of the handshake; returns whether the
+    /// service was found shut down after the push.
+    fn push(&self, message: Message, look_by: u64) -> bool {
         let seq = self.producer.push(message);
         fence(Ordering::SeqCst);
         if self.shutdown.load(Ordering::Relaxed) {
-            return self.shut_out(entry);
+            return true;
         }
         let wake_anyway = seq % WAKE_EVERY == 0;
         self.wake_driver_if(|planned| look_by < planned || wake_anyway);
         if seq % BACKLOG_CHECK_EVERY == 0 {
             self.throttle();
         }
-        Ok(())
+        false
     }
 
     /// Like [`submit`](Self::submit), but parks the message in this
@@ -373,16 +405,58 @@ impl Shared {
     }
 }
 
+/// What one round's firing did, for [`DriverStats`].
+#[derive(Default)]
+struct Tally {
+    fired: u64,
+    panicked: u64,
+    cancelled: u64,
+    late_sum_ns: u64,
+    late_max_ns: u64,
+}
+
+impl Tally {
+    /// One timer fired `late_ns` past its deadline.
+    fn fired(&mut self, late_ns: u64) {
+        self.fired += 1;
+        self.late_sum_ns = self.late_sum_ns.saturating_add(late_ns);
+        self.late_max_ns = self.late_max_ns.max(late_ns);
+    }
+
+    fn record(&self, stats: &DriverStats) {
+        DriverStats::bump(&stats.cancelled, self.cancelled);
+        if self.fired > 0 {
+            DriverStats::bump(&stats.fired, self.fired);
+            DriverStats::bump(&stats.panicked, self.panicked);
+            let sum = stats.lateness_sum_ns.load(Ordering::Relaxed);
+            stats
+                .lateness_sum_ns
+                .store(sum.saturating_add(self.late_sum_ns), Ordering::Relaxed);
+            if self.late_max_ns > stats.lateness_max_ns.load(Ordering::Relaxed) {
+                stats
+                    .lateness_max_ns
+                    .store(self.late_max_ns, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
 /// The driver thread's state: the wheel and the consuming end of the queue.
 pub(crate) struct Driver {
     shared: Arc<Shared>,
-    consumer: Consumer<EntryRef>,
+    consumer: Consumer<Message>,
     /// Boxed: its level tables are about 11 KiB, too much to move around on
     /// small thread stacks (loom's among them).
     wheel: Box<Wheel<EntryRef>>,
+    /// Detached callbacks, in a wheel of their own so that their slab holds
+    /// them by value while the entries' slab stays one pointer per timer.
+    jobs: Box<Wheel<Job>>,
     /// Due timers on their way out of the wheel: entry, deadline tick, and
     /// the state word as first read. Empty between calls of `fire_due`.
     batch: Vec<(EntryRef, u64, u64)>,
+    /// Due detached callbacks on their way out, with their deadline ticks.
+    /// Empty between calls of `fire_jobs`.
+    job_batch: Vec<(Job, u64)>,
     /// When the parked messages were last taken.
     last_sweep: Instant,
 }
@@ -396,13 +470,15 @@ impl fmt::Debug for Driver {
 }
 
 impl Driver {
-    pub(crate) fn new(shared: Arc<Shared>, consumer: Consumer<EntryRef>) -> Self {
+    pub(crate) fn new(shared: Arc<Shared>, consumer: Consumer<Message>) -> Self {
         let now = shared.clock.now_tick();
         Self {
             shared,
             consumer,
             wheel: Box::new(Wheel::starting_at(now)),
+            jobs: Box::new(Wheel::starting_at(now)),
             batch: Vec::with_capacity(FIRE_BATCH),
+            job_batch: Vec::with_capacity(FIRE_BATCH),
             last_sweep: Instant::now(),
         }
     }
@@ -448,10 +524,14 @@ impl Driver {
     fn file_submissions(&mut self, limit: usize) -> usize {
         let mut filed = 0;
         while filed < limit {
-            let Some(entry) = self.consumer.pop() else {
-                break;
-            };
-            self.file(entry);
+            match self.consumer.pop() {
+                Some(Message::Entry(entry)) => self.file(entry),
+                Some(Message::Job(tick, job)) => {
+                    DriverStats::bump(&self.shared.stats.scheduled, 1);
+                    self.jobs.insert(tick, job);
+                }
+                None => break,
+            }
             filed += 1;
         }
         filed
@@ -495,7 +575,53 @@ impl Driver {
     }
 
     /// Fires every timer due at or before the tick of `started`, in deadline
-    /// order; lateness is measured from `started`.
+    /// order across both wheels; lateness is measured from `started`.
+    fn fire_due(&mut self, started: Instant) {
+        let now = self.shared.clock.tick_at(started);
+        let mut tally = Tally::default();
+        // While both wheels hold due timers, take them a step at a time (the
+        // earlier next expiration), so that neither runs ahead of the other.
+        while let (Some(a), Some(b)) = (
+            self.wheel.next_expiration().filter(|&t| t <= now),
+            self.jobs.next_expiration().filter(|&t| t <= now),
+        ) {
+            self.fire_entries(a.min(b), started, &mut tally);
+            self.fire_jobs(a.min(b), started, &mut tally);
+        }
+        // At most one of them has anything due now.
+        self.fire_entries(now, started, &mut tally);
+        self.fire_jobs(now, started, &mut tally);
+        tally.record(&self.shared.stats);
+    }
+
+    /// Advances the detached callbacks' wheel to `tick`, running what is due.
+    ///
+    /// Like [`fire_entries`](Self::fire_entries), it takes them out
+    /// [`FIRE_BATCH`] at a time before running any: taking one out is
+    /// a few independent cache misses, and with no locked instruction or
+    /// callback in between, a batch's misses overlap.
+    fn fire_jobs(&mut self, tick: u64, started: Instant, tally: &mut Tally) {
+        let shared = &*self.shared;
+        let mut advance = self.jobs.advance(tick);
+        loop {
+            self.job_batch.extend(
+                (advance.by_ref().take(FIRE_BATCH))
+                    .map(|expired| (expired.value, expired.deadline)),
+            );
+            if self.job_batch.is_empty() {
+                break;
+            }
+            shared.release_n(self.job_batch.len());
+            for (job, deadline) in self.job_batch.drain(..) {
+                tally.fired(shared.clock.ns_past(started, deadline));
+                if !job.run() {
+                    tally.panicked += 1;
+                }
+            }
+        }
+    }
+
+    /// Advances the entries' wheel to `tick`, firing what is due.
     ///
     /// Due timers come out of the wheel [`FIRE_BATCH`] at a time, then
     /// each one's state word is read in a tight pass with no locked
@@ -503,12 +629,9 @@ impl Driver {
     /// (each a separate allocation, untouched since it was filed) overlap;
     /// firing one at a time, each miss would wait behind the previous
     /// timer's compare-exchange.
-    fn fire_due(&mut self, started: Instant) {
+    fn fire_entries(&mut self, tick: u64, started: Instant, tally: &mut Tally) {
         let shared = &*self.shared;
-        let now = shared.clock.tick_at(started);
-        let (mut fired, mut panicked, mut cancelled) = (0, 0, 0);
-        let (mut late_sum, mut late_max) = (0u64, 0u64);
-        let mut advance = self.wheel.advance(now);
+        let mut advance = self.wheel.advance(tick);
         loop {
             self.batch.extend(
                 (advance.by_ref().take(FIRE_BATCH))
@@ -531,32 +654,16 @@ impl Driver {
                     // finds it out of the wheel and counts nothing), or reset
                     // to another tick (its message re-files it).
                     if entry.state() == CANCELLED {
-                        cancelled += 1;
+                        tally.cancelled += 1;
                     }
                     continue;
                 }
                 shared.release();
-                let late = shared.clock.ns_past(started, deadline);
-                late_sum = late_sum.saturating_add(late);
-                late_max = late_max.max(late);
-                fired += 1;
+                tally.fired(shared.clock.ns_past(started, deadline));
                 // SAFETY: `try_fire` won this arming's move to `FIRED`.
                 if !unsafe { entry.fire() } {
-                    panicked += 1;
+                    tally.panicked += 1;
                 }
-            }
-        }
-        DriverStats::bump(&shared.stats.cancelled, cancelled);
-        if fired > 0 {
-            let stats = &shared.stats;
-            DriverStats::bump(&stats.fired, fired);
-            DriverStats::bump(&stats.panicked, panicked);
-            let sum = stats.lateness_sum_ns.load(Ordering::Relaxed);
-            stats
-                .lateness_sum_ns
-                .store(sum.saturating_add(late_sum), Ordering::Relaxed);
-            if late_max > stats.lateness_max_ns.load(Ordering::Relaxed) {
-                stats.lateness_max_ns.store(late_max, Ordering::Relaxed);
             }
         }
     }
@@ -571,17 +678,28 @@ impl Driver {
             return;
         }
         while self.consumer.is_empty() {
-            let Some(next) = self.wheel.next_expiration() else {
+            let Some(next) = self.next_expiration() else {
                 return;
             };
             let Some(due) = self.shared.clock.instant_of(next) else {
                 return;
             };
-            if due.saturating_duration_since(Instant::now()) < AHEAD_MARGIN
-                || self.wheel.cascade_ahead(AHEAD_CHUNK) == 0
+            if due.saturating_duration_since(Instant::now()) < AHEAD_MARGIN {
+                return;
+            }
+            if self.wheel.cascade_ahead(AHEAD_CHUNK) == 0
+                && self.jobs.cascade_ahead(AHEAD_CHUNK) == 0
             {
                 return;
             }
+        }
+    }
+
+    /// The earlier of the two wheels' next expirations.
+    fn next_expiration(&self) -> Option<u64> {
+        match (self.wheel.next_expiration(), self.jobs.next_expiration()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
         }
     }
 
@@ -647,7 +765,7 @@ impl Driver {
     /// The tick to wake at: the next expiration, or a nap's end after a
     /// busy round on an empty wheel; `None` to sleep until woken.
     fn plan(&self, busy: bool) -> Option<u64> {
-        match self.wheel.next_expiration() {
+        match self.next_expiration() {
             None if busy => Some(self.shared.clock.tick_after(RECLAIM_EVERY)),
             next => next,
         }
@@ -676,6 +794,11 @@ impl Driver {
             if shared.abandon(&entry) {
                 unfired += 1;
             }
+        }
+        for expired in self.jobs.drain() {
+            shared.release();
+            drop(expired.value);
+            unfired += 1;
         }
         unfired
     }

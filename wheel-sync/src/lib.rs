@@ -35,6 +35,12 @@
 //!   cancel from the same thread in between (a request answered in time)
 //!   takes it back: the driver never sees it, and no cache line crosses
 //!   cores. Everything else about the timer is as if it had been queued.
+//! - **Detached callbacks** ([`TimerService::schedule_detached`]) have no
+//!   handle, so no shared entry either: the closure travels through the
+//!   queue by value (inline when it is at most two words) and sits in a
+//!   second wheel of the driver's, which fires both wheels in deadline order
+//!   together. Scheduling one allocates nothing and costs 48 bytes of the
+//!   driver's memory, against 80 for a callback with a handle.
 //! - **The driver** drains submissions in bounded batches, advances the wheel
 //!   to the current tick, runs due callbacks (panics are caught and counted)
 //!   and wakes due futures, then parks until the next expiration (at most
@@ -58,8 +64,9 @@
 //! timeouts — and falls at once on fire, cancel or drop. Without a limit,
 //! each thread counts on a cache line of its own and `pending` sums them:
 //! exact whenever no timer is being scheduled or cancelled meanwhile.
-//! [`Builder::max_pending`] bounds what [`TimerService::schedule`] and
-//! [`TimerService::schedule_at`] admit, exactly under concurrency. Futures
+//! [`Builder::max_pending`] bounds what [`TimerService::schedule`],
+//! [`TimerService::schedule_detached`] and their `_at` forms admit, exactly
+//! under concurrency. Futures
 //! count toward that total (so they can make `schedule` refuse) but are
 //! never refused themselves: a `Sleep` has no way to report an error.
 //!
@@ -68,7 +75,11 @@
 //! The driver stops when [`TimerService::shutdown`] is called or the last
 //! handle — a `TimerService` clone, a [`TimerHandle`], a `Sleep` or a
 //! `Timeout` — is dropped. Callbacks that never fired are dropped, not run,
-//! and counted in [`ShutdownReport`]. A `Sleep` or `Timeout` that was
+//! and counted in [`ShutdownReport`]. One exception to the count: a
+//! detached callback scheduled on another thread while shutdown is under
+//! way may reach the queue after the driver's last round. It is dropped,
+//! unrun, when the last handle goes, and neither the report nor
+//! [`TimerService::pending`] (which goes on counting it) knows. A `Sleep` or `Timeout` that was
 //! pending at shutdown panics when polled (as tokio's do): it would
 //! otherwise hang forever or lie about its deadline.
 #![warn(missing_docs)]
@@ -76,6 +87,7 @@
 mod clock;
 mod driver;
 mod entry;
+mod job;
 mod parked;
 pub mod queue;
 mod sleep;
@@ -457,6 +469,83 @@ impl TimerService {
     ) -> Result<TimerHandle, ScheduleError> {
         let tick = self.shared().clock.tick_for(deadline);
         self.schedule_tick(tick, false, f)
+    }
+
+    /// Runs `f` on the driver thread once `delay` has passed. Fire and
+    /// forget: there is no handle, so it cannot be cancelled.
+    ///
+    /// That makes it cheaper than [`schedule`](Self::schedule). A closure of
+    /// up to two words (a reference and a number, say) travels inline, so
+    /// scheduling allocates nothing and firing frees nothing, and the driver
+    /// keeps it in its wheel by value: 48 bytes per timer in all, where a
+    /// callback with a handle costs 80. A bigger closure is boxed. It counts
+    /// toward [`pending`](Self::pending) and [`Builder::max_pending`] like
+    /// any callback, and a shutdown drops it unrun like any callback.
+    ///
+    /// # Errors
+    /// [`ScheduleError::Shutdown`] after shutdown;
+    /// [`ScheduleError::TooManyPending`] when the limit is reached. Either
+    /// way `f` is dropped unrun.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::sync::mpsc;
+    /// use std::time::Duration;
+    ///
+    /// let timers = wheel_sync::TimerService::new();
+    /// let (tx, rx) = mpsc::channel();
+    /// for ms in [30, 10, 20] {
+    ///     let tx = tx.clone();
+    ///     timers.schedule_detached(Duration::from_millis(ms), move || tx.send(ms).unwrap()).unwrap();
+    /// }
+    /// let fired: Vec<u64> = rx.iter().take(3).collect();
+    /// assert_eq!(fired, [10, 20, 30]);
+    /// ```
+    pub fn schedule_detached(
+        &self,
+        delay: Duration,
+        f: impl FnOnce() + Send + 'static,
+    ) -> Result<(), ScheduleError> {
+        let tick = self.shared().clock.tick_after(delay);
+        self.detach_tick(tick, f)
+    }
+
+    /// Runs `f` on the driver thread at `deadline` (at once if it has
+    /// passed), with no handle: [`schedule_detached`](Self::schedule_detached)
+    /// with a deadline.
+    ///
+    /// # Errors
+    /// As [`schedule_detached`](Self::schedule_detached).
+    ///
+    /// # Examples
+    /// ```
+    /// use std::sync::mpsc;
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let timers = wheel_sync::TimerService::new();
+    /// let (tx, rx) = mpsc::channel();
+    /// let deadline = Instant::now() + Duration::from_millis(5);
+    /// timers.schedule_detached_at(deadline, move || tx.send(Instant::now()).unwrap()).unwrap();
+    /// assert!(rx.recv().unwrap() >= deadline);
+    /// ```
+    pub fn schedule_detached_at(
+        &self,
+        deadline: Instant,
+        f: impl FnOnce() + Send + 'static,
+    ) -> Result<(), ScheduleError> {
+        let tick = self.shared().clock.tick_for(deadline);
+        self.detach_tick(tick, f)
+    }
+
+    fn detach_tick(
+        &self,
+        tick: u64,
+        f: impl FnOnce() + Send + 'static,
+    ) -> Result<(), ScheduleError> {
+        let shared = self.shared();
+        shared.admit(true)?;
+        shared.submit_job(tick, job::Job::new(f));
+        Ok(())
     }
 
     /// `far`: the deadline is at least [`parked::PARK_MIN`] away, so the

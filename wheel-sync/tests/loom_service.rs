@@ -1,9 +1,11 @@
 //! loom models of the service's protocols, run on the real `TimerService`
 //! (its driver is a loom thread): cancel vs fire, cancel while queued, the
 //! driver's park/unpark handshake, `Sleep` waker registration vs fire, the
-//! `max_pending` counter, shutdown racing a schedule, and parked timers
-//! (an hour away, so every `schedule(HOUR)` here parks) displacing each
-//! other, retracted by a cancel, swept by the driver, abandoned at shutdown.
+//! `max_pending` counter, shutdown racing a schedule, parked timers (an
+//! hour away, so every `schedule(HOUR)` here parks) displacing each other,
+//! retracted by a cancel, swept by the driver, abandoned at shutdown, and
+//! detached callbacks (no entry: queued and filed by value) fired, or
+//! dropped unrun by a racing shutdown.
 //!
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p wheel-sync --release --test loom_service`
 //!
@@ -240,5 +242,58 @@ fn parked_timers_displacing_each_other_are_all_accounted_for() {
         wait_until(|| drops.load(Ordering::SeqCst) == 2);
         let stats = timers.stats();
         assert_eq!((stats.scheduled, stats.cancelled, stats.fired), (2, 1, 0));
+    });
+}
+
+#[test]
+fn detached_submission_racing_park_fires() {
+    model(|| {
+        let timers = TimerService::new();
+        let fired = Arc::new(AtomicUsize::new(0));
+        let producer = {
+            let timers = timers.clone();
+            let fired = fired.clone();
+            thread::spawn(move || {
+                timers.schedule_detached_at(past(), move || {
+                    fired.fetch_add(1, Ordering::SeqCst);
+                })
+            })
+        };
+        producer.join().unwrap().unwrap();
+        // If the driver parked without seeing the job, this never ends.
+        wait_until(|| fired.load(Ordering::SeqCst) == 1);
+        wait_until(|| timers.pending() == 0);
+        timers.shutdown().unwrap();
+        assert_eq!(timers.stats().fired, 1);
+    });
+}
+
+#[test]
+fn shutdown_racing_detached_schedule_drops_it_unrun() {
+    model(|| {
+        let timers = TimerService::new();
+        let drops = Arc::new(AtomicUsize::new(0));
+        let ran = Arc::new(AtomicUsize::new(0));
+        let producer = {
+            let timers = timers.clone();
+            let drops = drops.clone();
+            let ran = ran.clone();
+            thread::spawn(move || {
+                let guard = DropCount(drops);
+                timers.schedule_detached(HOUR, move || {
+                    drop(guard);
+                    ran.fetch_add(1, Ordering::SeqCst);
+                })
+            })
+        };
+        let report = timers.shutdown().unwrap();
+        let result = producer.join().unwrap();
+        assert!(result.is_ok() || result == Err(ScheduleError::Shutdown));
+        assert!(report.unfired <= 1);
+        // A job pushed after the driver's last round waits in the queue
+        // until the last handle goes; then it is dropped too.
+        drop(timers);
+        wait_until(|| drops.load(Ordering::SeqCst) == 1);
+        assert_eq!(ran.load(Ordering::SeqCst), 0, "ran at shutdown");
     });
 }

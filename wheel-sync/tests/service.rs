@@ -1,7 +1,8 @@
 //! The promises of wheel-sync's `TimerService`, one group of tests each:
 //! never early, exactly once, `pending()` and `max_pending`, caught panics,
-//! re-entrant callbacks, shutdown, no stray threads, stalls, and the
-//! `Sleep`/`Timeout` futures under three executors.
+//! re-entrant callbacks, shutdown, no stray threads, stalls, the
+//! `Sleep`/`Timeout` futures under three executors, parking, and detached
+//! callbacks.
 //!
 //! The machine is shared and noisy: tests wait on conditions with generous
 //! bounded timeouts, never on fixed sleeps, and only lateness has (loose)
@@ -899,8 +900,26 @@ fn dropping_the_last_handle_is_prompt_and_drops_unfired_callbacks() {
 
 #[test]
 fn a_stalled_driver_catches_up_in_deadline_order() {
+    stalled_driver_catches_up_in_deadline_order(false);
+}
+
+/// Every other timer detached: detached callbacks sit in a wheel of their
+/// own, and the driver must interleave the two.
+#[test]
+fn a_stalled_driver_catches_up_in_deadline_order_across_detached_callbacks() {
+    stalled_driver_catches_up_in_deadline_order(true);
+}
+
+fn stalled_driver_catches_up_in_deadline_order(mixed: bool) {
     const STALL: Duration = Duration::from_millis(200);
     let timers = TimerService::new();
+    let schedule_at = |deadline: Instant, f: Box<dyn FnOnce() + Send>, id: usize| {
+        if mixed && id % 2 == 1 {
+            timers.schedule_detached_at(deadline, f).unwrap();
+        } else {
+            drop(timers.schedule_at(deadline, f).unwrap());
+        }
+    };
     let (tx, rx) = mpsc::channel();
     let order = Arc::new(Mutex::new(Vec::new()));
     let mut deadlines = Vec::new();
@@ -919,9 +938,8 @@ fn a_stalled_driver_catches_up_in_deadline_order() {
     // first, so the driver has filed them by the time it runs that callback.
     for k in 0..10 {
         let deadline = base + Duration::from_millis(10 + 19 * k);
-        timers
-            .schedule_at(deadline, record(deadlines.len(), deadline))
-            .unwrap();
+        let id = deadlines.len();
+        schedule_at(deadline, Box::new(record(id, deadline)), id);
         deadlines.push(deadline);
     }
     let (stall_tx, stall_rx) = mpsc::channel();
@@ -936,9 +954,8 @@ fn a_stalled_driver_catches_up_in_deadline_order() {
     // Submitted during the stall, due during it (some already past), and after it.
     for k in [150, 10, 100, 40, 70, 400] {
         let deadline = stall_start + Duration::from_millis(k);
-        timers
-            .schedule_at(deadline, record(deadlines.len(), deadline))
-            .unwrap();
+        let id = deadlines.len();
+        schedule_at(deadline, Box::new(record(id, deadline)), id);
         deadlines.push(deadline);
     }
     let stall_end = rx.recv_timeout(PATIENCE).unwrap();
@@ -1485,4 +1502,157 @@ fn shutdown_abandons_parked_timers() {
     assert!(handle.is_cancelled());
     assert!(!handle.cancel());
     assert_eq!(timers.pending(), 0);
+}
+
+// ---------------------------------------------------------------------------
+// Detached callbacks: fire and forget.
+// ---------------------------------------------------------------------------
+
+#[test]
+fn detached_callbacks_never_fire_early_and_each_fires_once() {
+    let timers = TimerService::new();
+    let (tx, rx) = mpsc::channel();
+    let mut rng = XorShift::new(0xde7a);
+    let start = Instant::now();
+    const N: usize = 200;
+    for id in 0..N {
+        let deadline = start + Duration::from_micros(rng.below(40_000));
+        if id % 2 == 0 {
+            timers
+                .schedule_detached_at(deadline, report_to(&tx, id, deadline))
+                .unwrap();
+        } else {
+            let delay = deadline.saturating_duration_since(Instant::now());
+            let deadline = Instant::now() + delay;
+            timers
+                .schedule_detached(delay, report_to(&tx, id, deadline))
+                .unwrap();
+        }
+    }
+    let mut seen = [false; N];
+    for _ in 0..N {
+        let (id, deadline, fired_at) = rx
+            .recv_timeout(PATIENCE)
+            .expect("a detached callback never fired");
+        assert!(!seen[id], "detached callback {id} fired twice");
+        seen[id] = true;
+        assert!(
+            fired_at >= deadline,
+            "detached callback {id} fired {:?} early",
+            deadline - fired_at
+        );
+        assert!(
+            fired_at - deadline < LATE_BOUND,
+            "detached callback {id} {:?} late",
+            fired_at - deadline
+        );
+    }
+    assert!(
+        wait_until(|| timers.stats().fired == N as u64),
+        "{:?}",
+        timers.stats()
+    );
+    let stats = timers.stats();
+    assert_eq!(
+        (stats.scheduled, stats.pending, stats.cancelled),
+        (N as u64, 0, 0),
+        "{stats:?}"
+    );
+}
+
+#[test]
+fn detached_closures_of_any_size_run_with_what_they_captured() {
+    let timers = TimerService::new();
+    let (tx, rx) = mpsc::channel();
+    let small = 7_u8;
+    let big = [3_u64; 16];
+    let tx2 = tx.clone();
+    timers
+        .schedule_detached(Duration::ZERO, move || tx.send(u64::from(small)).unwrap())
+        .unwrap();
+    timers
+        .schedule_detached(Duration::from_millis(2), move || {
+            tx2.send(big.iter().sum()).unwrap()
+        })
+        .unwrap();
+    assert_eq!(rx.recv_timeout(PATIENCE).unwrap(), 7);
+    assert_eq!(rx.recv_timeout(PATIENCE).unwrap(), 48);
+}
+
+#[test]
+fn detached_callbacks_count_toward_pending_and_the_limit() {
+    let timers = TimerService::builder().max_pending(2).build().unwrap();
+    timers.schedule_detached(HOUR, || ()).unwrap();
+    let handle = timers.schedule(HOUR, || ()).unwrap();
+    assert_eq!(timers.pending(), 2);
+    let (guard, dropped) = drop_flag();
+    assert_eq!(
+        timers
+            .schedule_detached(HOUR, move || drop(guard))
+            .unwrap_err(),
+        ScheduleError::TooManyPending { limit: 2 }
+    );
+    assert!(dropped.load(SeqCst), "a refused closure was kept");
+    assert!(handle.cancel());
+    timers.schedule_detached(Duration::ZERO, || ()).unwrap();
+    assert!(wait_until(|| timers.pending() == 1), "{:?}", timers.stats());
+}
+
+#[test]
+fn panicking_detached_callback_is_caught_and_counted() {
+    let timers = TimerService::new();
+    let (tx, rx) = mpsc::channel();
+    timers
+        .schedule_detached(Duration::from_millis(1), || {
+            panic!("expected test panic: a detached callback")
+        })
+        .unwrap();
+    timers
+        .schedule_detached(Duration::from_millis(10), move || tx.send(()).unwrap())
+        .unwrap();
+    rx.recv_timeout(PATIENCE)
+        .expect("the driver stopped after a detached callback panicked");
+    assert!(
+        wait_until(|| timers.stats().fired == 2),
+        "{:?}",
+        timers.stats()
+    );
+    assert_eq!(timers.stats().panicked, 1);
+}
+
+#[test]
+fn shutdown_drops_pending_detached_callbacks_unrun() {
+    let timers = TimerService::new();
+    let ran = Arc::new(AtomicBool::new(false));
+    let mut dropped = Vec::new();
+    for delay in [Duration::from_secs(2), HOUR] {
+        let (guard, flag) = drop_flag();
+        let ran = ran.clone();
+        timers
+            .schedule_detached(delay, move || {
+                let _guard = guard;
+                ran.store(true, SeqCst);
+            })
+            .unwrap();
+        dropped.push(flag);
+    }
+    let _handle = timers.schedule(HOUR, || ()).unwrap();
+    let report = timers.shutdown().unwrap();
+    assert_eq!(report.unfired, 3, "{report:?}");
+    for (i, flag) in dropped.iter().enumerate() {
+        assert!(
+            flag.load(SeqCst),
+            "detached callback {i} was not dropped by shutdown"
+        );
+    }
+    assert!(!ran.load(SeqCst), "shutdown ran a detached callback");
+    assert_eq!(timers.pending(), 0);
+    let (guard, flag) = drop_flag();
+    assert_eq!(
+        timers
+            .schedule_detached(Duration::ZERO, move || drop(guard))
+            .unwrap_err(),
+        ScheduleError::Shutdown
+    );
+    assert!(flag.load(SeqCst), "a closure refused at shutdown was kept");
 }
