@@ -33,7 +33,8 @@ EXPERIMENTS:
                those seconds and the peak RSS. Defaults: --threads 1,2,8 --secs 5.
 
 IMPLEMENTATIONS (each measured in its own child process):
-    wheel        wheel-sync callbacks
+    wheel        wheel-sync callbacks (delay: schedule_detached_at, fire and forget,
+                 as no timer is cancelled; timeouts: schedule + cancel)
     wheel-async  tasks awaiting wheel-sync's Sleep on a tokio multi-thread runtime
                  (timeouts: a Sleep polled once, dropped)
     tokio        tasks awaiting tokio::time::sleep (timeouts: a Sleep polled once, dropped)
