@@ -10,6 +10,11 @@
 //!   Throughput is per schedule+cancel pair.
 //! - `sleep`: one thread creating a `Sleep`, polling it once and dropping it,
 //!   `wheel` vs `tokio`.
+//! - `fire`: one thread schedules timers due at once, as fast as it can,
+//!   then waits for the last to fire: the whole way through per timer
+//!   (schedule, hand over, file, fire). `wheel` with a handle (dropped at
+//!   once) and `wheel-detached` (no handle), `heap`, and `tokio` (a spawned
+//!   task sleeping until the deadline, the seed's shape).
 //!
 //! Run with `cargo bench -p wheel-bench --bench sync`.
 
@@ -94,6 +99,67 @@ fn sleep(c: &mut Criterion) {
         });
     });
     group.finish();
+}
+
+/// Callbacks the `fire` group's timers have run.
+static FIRED: AtomicU64 = AtomicU64::new(0);
+
+/// A `fire` callback.
+fn count_fire() {
+    FIRED.fetch_add(1, Ordering::Relaxed);
+}
+
+fn fire(c: &mut Criterion) {
+    let mut group = c.benchmark_group("fire");
+    group.throughput(Throughput::Elements(1));
+    let timers = TimerService::new();
+    group.bench_function("wheel", |b| {
+        b.iter_custom(|n| through(n, || drop(timers.schedule_at(Instant::now(), count_fire))));
+    });
+    group.bench_function("wheel-detached", |b| {
+        b.iter_custom(|n| {
+            through(n, || {
+                timers
+                    .schedule_detached_at(Instant::now(), count_fire)
+                    .expect("an unlimited, running service admits every timer");
+            })
+        });
+    });
+    drop(timers);
+    let heap = HeapScheduler::new().expect("the benchmark needs its scheduler thread");
+    group.bench_function("heap", |b| {
+        b.iter_custom(|n| through(n, || heap.schedule_at(Instant::now(), count_fire)));
+    });
+    drop(heap);
+    let rt = wheel_bench::tokio_runtime().expect("the benchmark needs a tokio runtime");
+    group.bench_function("tokio", |b| {
+        let _runtime = rt.enter();
+        b.iter_custom(|n| {
+            through(n, || {
+                let deadline = tokio::time::Instant::now();
+                rt.spawn(async move {
+                    tokio::time::sleep_until(deadline).await;
+                    count_fire();
+                });
+            })
+        });
+    });
+    group.finish();
+}
+
+/// Runs `schedule` `n` times, then waits for `n` more fires: the time from
+/// the first schedule to the last fire.
+fn through(n: u64, schedule: impl Fn()) -> Duration {
+    let target = FIRED.load(Ordering::Relaxed) + n;
+    let start = Instant::now();
+    for _ in 0..n {
+        schedule();
+    }
+    while FIRED.load(Ordering::Relaxed) < target {
+        // Leaves the core to the driver (2 cores here), at some cost in precision.
+        thread::sleep(Duration::from_micros(20));
+    }
+    start.elapsed()
 }
 
 /// Benchmarks `lane` as `name/threads`: `lane(n)` runs `n` operations, on
@@ -186,7 +252,7 @@ impl Drop for Dismiss<'_> {
 
 // By hand rather than `criterion_group!`, whose generated `pub fn` has no docs.
 fn main() {
-    // 11 benchmarks at about 8 s each keep a full run near two minutes. The
+    // 15 benchmarks at about 8 s each keep a full run near two minutes. The
     // warm-up outlasts TIMEOUT, so the peers that keep cancelled timers
     // until their deadline are measured with a full backlog.
     let mut c = Criterion::default()
@@ -196,5 +262,6 @@ fn main() {
         .configure_from_args();
     timeouts(&mut c);
     sleep(&mut c);
+    fire(&mut c);
     c.final_summary();
 }
