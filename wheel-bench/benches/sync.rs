@@ -10,7 +10,7 @@
 //!   Throughput is per schedule+cancel pair.
 //! - `sleep`: one thread creating a `Sleep`, polling it once and dropping it,
 //!   `wheel` vs `tokio`.
-//! - `fire`: one thread schedules timers due at once, as fast as it can,
+//! - `through`: one thread schedules timers due at once, as fast as it can,
 //!   then waits for the last to fire: the whole way through per timer
 //!   (schedule, hand over, file, fire). `wheel` with a handle (dropped at
 //!   once) and `wheel-detached` (no handle), `heap`, and `tokio` (a spawned
@@ -101,24 +101,26 @@ fn sleep(c: &mut Criterion) {
     group.finish();
 }
 
-/// Callbacks the `fire` group's timers have run.
+/// Callbacks the `through` group's timers have run.
 static FIRED: AtomicU64 = AtomicU64::new(0);
 
-/// A `fire` callback.
+/// A `through` callback.
 fn count_fire() {
     FIRED.fetch_add(1, Ordering::Relaxed);
 }
 
-fn fire(c: &mut Criterion) {
-    let mut group = c.benchmark_group("fire");
+fn through(c: &mut Criterion) {
+    let mut group = c.benchmark_group("through");
     group.throughput(Throughput::Elements(1));
     let timers = TimerService::new();
     group.bench_function("wheel", |b| {
-        b.iter_custom(|n| through(n, || drop(timers.schedule_at(Instant::now(), count_fire))));
+        b.iter_custom(|n| {
+            schedule_and_wait(n, || drop(timers.schedule_at(Instant::now(), count_fire)))
+        });
     });
     group.bench_function("wheel-detached", |b| {
         b.iter_custom(|n| {
-            through(n, || {
+            schedule_and_wait(n, || {
                 timers
                     .schedule_detached_at(Instant::now(), count_fire)
                     .expect("an unlimited, running service admits every timer");
@@ -128,14 +130,14 @@ fn fire(c: &mut Criterion) {
     drop(timers);
     let heap = HeapScheduler::new().expect("the benchmark needs its scheduler thread");
     group.bench_function("heap", |b| {
-        b.iter_custom(|n| through(n, || heap.schedule_at(Instant::now(), count_fire)));
+        b.iter_custom(|n| schedule_and_wait(n, || heap.schedule_at(Instant::now(), count_fire)));
     });
     drop(heap);
     let rt = wheel_bench::tokio_runtime().expect("the benchmark needs a tokio runtime");
     group.bench_function("tokio", |b| {
         let _runtime = rt.enter();
         b.iter_custom(|n| {
-            through(n, || {
+            schedule_and_wait(n, || {
                 let deadline = tokio::time::Instant::now();
                 rt.spawn(async move {
                     tokio::time::sleep_until(deadline).await;
@@ -149,7 +151,7 @@ fn fire(c: &mut Criterion) {
 
 /// Runs `schedule` `n` times, then waits for `n` more fires: the time from
 /// the first schedule to the last fire.
-fn through(n: u64, schedule: impl Fn()) -> Duration {
+fn schedule_and_wait(n: u64, schedule: impl Fn()) -> Duration {
     let target = FIRED.load(Ordering::Relaxed) + n;
     let start = Instant::now();
     for _ in 0..n {
@@ -262,6 +264,6 @@ fn main() {
         .configure_from_args();
     timeouts(&mut c);
     sleep(&mut c);
-    fire(&mut c);
+    through(&mut c);
     c.final_summary();
 }
