@@ -44,6 +44,8 @@ fn timeouts(c: &mut Criterion) {
     for threads in THREADS {
         let timers = TimerService::new();
         bench_crew(&mut group, "wheel", threads, |n| {
+            // A clone per thread (per run here), as each client thread would hold.
+            let timers = timers.clone();
             for _ in 0..n {
                 let handle = timers
                     .schedule(TIMEOUT, || {})

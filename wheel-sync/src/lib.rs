@@ -318,21 +318,15 @@ impl Builder {
         let driver = Driver::new(shared.clone(), consumer);
         let join = thread::spawn_named(self.thread_name, move || driver.run())?;
         shared.set_driver(join.thread().clone());
-        Ok(TimerService {
-            owner: Arc::new(Owner {
-                shared,
-                join: Mutex::new(Some(join)),
-            }),
-        })
+        let owner = Arc::new(Owner {
+            shared,
+            join: Mutex::new(Some(join)),
+        });
+        Ok(TimerService::of(owner))
     }
 }
 
 /// Ends the driver when the last handle goes.
-///
-/// Aligned to a cache line of its own: every `schedule` reads `shared`
-/// from here while other threads bump the `Arc`'s count next to it (each
-/// handle is a clone), and sharing their line made that read a miss.
-#[repr(align(128))]
 struct Owner {
     shared: Arc<Shared>,
     join: Mutex<Option<thread::JoinHandle<usize>>>,
@@ -364,6 +358,11 @@ impl Drop for Owner {
 /// handle is dropped (clones, [`TimerHandle`]s and pending futures all hold
 /// one). See the [crate docs](crate) for the design.
 ///
+/// Each clone counts the handles made through it on a cache line of its
+/// own, so threads that each schedule through their own clone never touch
+/// a shared count; threads sharing one `TimerService` by reference bump one
+/// counter for every [`TimerHandle`], `Sleep` and `Timeout` they make.
+///
 /// # Examples
 /// ```
 /// use std::time::Duration;
@@ -376,9 +375,25 @@ impl Drop for Owner {
 /// .join()
 /// .unwrap();
 /// ```
-#[derive(Clone)]
 pub struct TimerService {
+    local: Arc<Local>,
+}
+
+/// One `TimerService` value, shared by the handles made through it: what
+/// the handles' reference counting touches. Aligned to a cache line of its
+/// own, so that counting handles on one thread never disturbs another's.
+#[repr(align(128))]
+struct Local {
+    shared: Arc<Shared>,
     owner: Arc<Owner>,
+}
+
+impl Clone for TimerService {
+    /// A new handle on the same service, with a count of its own (see the
+    /// type's docs).
+    fn clone(&self) -> Self {
+        Self::of(Arc::clone(&self.local.owner))
+    }
 }
 
 impl Default for TimerService {
@@ -418,8 +433,24 @@ impl TimerService {
         Builder::default()
     }
 
+    fn of(owner: Arc<Owner>) -> Self {
+        Self {
+            local: Arc::new(Local {
+                shared: Arc::clone(&owner.shared),
+                owner,
+            }),
+        }
+    }
+
+    /// Another reference to this very value, for a handle made through it.
+    fn share(&self) -> Self {
+        Self {
+            local: Arc::clone(&self.local),
+        }
+    }
+
     fn shared(&self) -> &Shared {
-        &self.owner.shared
+        &self.local.shared
     }
 
     /// Runs `f` on the driver thread once `delay` has passed.
@@ -566,7 +597,7 @@ impl TimerService {
             shared.submit(&entry, message, tick)?;
         }
         Ok(TimerHandle {
-            service: self.clone(),
+            service: self.share(),
             entry,
         })
     }
@@ -604,7 +635,7 @@ impl TimerService {
     /// assert_eq!(timers.pending(), 0);
     /// ```
     pub fn sleep_until(&self, deadline: Instant) -> Sleep {
-        Sleep::new(self.clone(), deadline)
+        Sleep::new(self.share(), deadline)
     }
 
     /// Runs `future` with a deadline `delay` from now.
@@ -706,10 +737,11 @@ impl TimerService {
     /// assert_eq!(timers.schedule(Duration::ZERO, || ()).unwrap_err(), ScheduleError::Shutdown);
     /// ```
     pub fn shutdown(&self) -> Result<ShutdownReport, ShutdownError> {
-        if self.owner.shared.on_driver_thread() {
+        if self.shared().on_driver_thread() {
             return Err(ShutdownError::FromCallback);
         }
         let join = self
+            .local
             .owner
             .take_join()
             .ok_or(ShutdownError::AlreadyShutDown)?;

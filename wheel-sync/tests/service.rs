@@ -894,6 +894,36 @@ fn dropping_the_last_handle_is_prompt_and_drops_unfired_callbacks() {
     );
 }
 
+/// Each clone counts its own handles; a handle made through a clone keeps
+/// the service running after every `TimerService` value is gone.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_handle_made_through_a_clone_keeps_the_service_alive() {
+    let name = unique_thread_name();
+    let timers = TimerService::builder()
+        .thread_name(name.clone())
+        .build()
+        .unwrap();
+    let clone = timers.clone();
+    let (tx, rx) = mpsc::channel();
+    let handle = clone
+        .schedule(Duration::from_millis(20), move || tx.send(()).unwrap())
+        .unwrap();
+    let sleep = timers.clone().sleep(Duration::from_millis(40));
+    drop(clone);
+    drop(timers);
+    rx.recv_timeout(PATIENCE)
+        .expect("the handle alone did not keep the driver running");
+    assert!(handle.is_fired());
+    block_on(sleep);
+    assert_eq!(threads_named(&name), 1);
+    drop(handle);
+    assert!(
+        wait_until(|| threads_named(&name) == 0),
+        "the driver outlived its last handle"
+    );
+}
+
 // ---------------------------------------------------------------------------
 // 8. Clock robustness: a stalled driver catches up.
 // ---------------------------------------------------------------------------

@@ -77,6 +77,8 @@ pub fn run(args: &TimeoutsArgs, imp: Impl, progress: bool) -> Result<TimeoutsOut
         Impl::Wheel => {
             let service = TimerService::builder().build()?;
             bench.drive(|lane| {
+                // A clone per thread, as each client thread would hold.
+                let service = service.clone();
                 lane.count(|| {
                     service.schedule(TIMEOUT, || {})?.cancel();
                     Ok(())
@@ -86,6 +88,7 @@ pub fn run(args: &TimeoutsArgs, imp: Impl, progress: bool) -> Result<TimeoutsOut
         Impl::WheelAsync => {
             let service = TimerService::builder().build()?;
             bench.drive(|lane| {
+                let service = service.clone();
                 let mut cx = Context::from_waker(Waker::noop());
                 lane.count(|| {
                     // Polled once, as tokio's is, though it registers on creation.
