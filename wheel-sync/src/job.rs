@@ -190,29 +190,27 @@ mod tests {
         assert_eq!(seen.load(Ordering::Relaxed), 111);
     }
 
+    /// A job that holds a [`Token`] counting into `drops`: inline, or
+    /// `boxed` (its closure made too big to fit).
+    fn token_job(drops: &Arc<AtomicUsize>, boxed: bool) -> Job {
+        let token = Token(Arc::clone(drops));
+        let pad = [0u64; 4];
+        if boxed {
+            Job::new(move || drop((token, pad)))
+        } else {
+            Job::new(move || drop(token))
+        }
+    }
+
     #[test]
     fn running_drops_the_capture_once_and_dropping_drops_it_unrun() {
         let drops = Arc::new(AtomicUsize::new(0));
         for boxed in [false, true] {
-            let token = Token(Arc::clone(&drops));
-            let pad = [0u64; 4];
-            let job = if boxed {
-                Job::new(move || drop((token, pad)))
-            } else {
-                Job::new(move || drop(token))
-            };
-            assert!(job.run());
+            assert!(token_job(&drops, boxed).run());
         }
         assert_eq!(drops.load(Ordering::Relaxed), 2);
         for boxed in [false, true] {
-            let token = Token(Arc::clone(&drops));
-            let pad = [0u64; 4];
-            let job = if boxed {
-                Job::new(move || drop((token, pad)))
-            } else {
-                Job::new(move || drop(token))
-            };
-            drop(job);
+            drop(token_job(&drops, boxed));
         }
         assert_eq!(drops.load(Ordering::Relaxed), 4);
     }

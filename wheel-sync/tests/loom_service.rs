@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use wheel_sync::{ScheduleError, TimerService};
+use wheel_sync::{ScheduleError, ShutdownReport, TimerService};
 
 fn model(f: impl Fn() + Sync + Send + 'static) {
     let mut builder = loom::model::Builder::new();
@@ -51,6 +51,37 @@ impl Drop for DropCount {
     fn drop(&mut self) {
         self.0.fetch_add(1, Ordering::SeqCst);
     }
+}
+
+fn counter() -> Arc<AtomicUsize> {
+    Arc::new(AtomicUsize::new(0))
+}
+
+/// Shuts `timers` down while another thread schedules, with `schedule`, an
+/// hour-long callback that counts its runs in `ran` and the drops of what
+/// it captured in `drops`. Returns the report and what `schedule` returned.
+fn shutdown_racing<R: Send + 'static>(
+    timers: &TimerService,
+    drops: &Arc<AtomicUsize>,
+    ran: &Arc<AtomicUsize>,
+    schedule: fn(&TimerService, Box<dyn FnOnce() + Send>) -> R,
+) -> (ShutdownReport, R) {
+    let producer = {
+        let timers = timers.clone();
+        let guard = DropCount(drops.clone());
+        let ran = ran.clone();
+        thread::spawn(move || {
+            schedule(
+                &timers,
+                Box::new(move || {
+                    drop(guard);
+                    ran.fetch_add(1, Ordering::SeqCst);
+                }),
+            )
+        })
+    };
+    let report = timers.shutdown().unwrap();
+    (report, producer.join().unwrap())
 }
 
 #[test]
@@ -175,23 +206,8 @@ fn max_pending_is_exact_under_contention() {
 #[test]
 fn shutdown_racing_schedule_loses_nothing() {
     model(|| {
-        let timers = TimerService::new();
-        let drops = Arc::new(AtomicUsize::new(0));
-        let ran = Arc::new(AtomicUsize::new(0));
-        let producer = {
-            let timers = timers.clone();
-            let drops = drops.clone();
-            let ran = ran.clone();
-            thread::spawn(move || {
-                let guard = DropCount(drops);
-                timers.schedule(HOUR, move || {
-                    drop(guard);
-                    ran.fetch_add(1, Ordering::SeqCst);
-                })
-            })
-        };
-        let report = timers.shutdown().unwrap();
-        let result = producer.join().unwrap();
+        let (timers, drops, ran) = (TimerService::new(), counter(), counter());
+        let (report, result) = shutdown_racing(&timers, &drops, &ran, |t, f| t.schedule(HOUR, f));
         // Never run early because of shutdown, never left pending, and the
         // closure is released whichever side won.
         assert_eq!(ran.load(Ordering::SeqCst), 0);
@@ -271,23 +287,9 @@ fn detached_submission_racing_park_fires() {
 #[test]
 fn shutdown_racing_detached_schedule_drops_it_unrun() {
     model(|| {
-        let timers = TimerService::new();
-        let drops = Arc::new(AtomicUsize::new(0));
-        let ran = Arc::new(AtomicUsize::new(0));
-        let producer = {
-            let timers = timers.clone();
-            let drops = drops.clone();
-            let ran = ran.clone();
-            thread::spawn(move || {
-                let guard = DropCount(drops);
-                timers.schedule_detached(HOUR, move || {
-                    drop(guard);
-                    ran.fetch_add(1, Ordering::SeqCst);
-                })
-            })
-        };
-        let report = timers.shutdown().unwrap();
-        let result = producer.join().unwrap();
+        let (timers, drops, ran) = (TimerService::new(), counter(), counter());
+        let (report, result) =
+            shutdown_racing(&timers, &drops, &ran, |t, f| t.schedule_detached(HOUR, f));
         assert!(result.is_ok() || result == Err(ScheduleError::Shutdown));
         assert!(report.unfired <= 1);
         // A job pushed after the driver's last round waits in the queue
