@@ -145,25 +145,38 @@ fn cancel_while_queued_never_fires_and_frees() {
     });
 }
 
+/// Another thread schedules, with `schedule`, a callback already due that
+/// counts its runs in `fired`, while the driver may be going to sleep; waits
+/// for it to fire (forever, and so failing, if the driver slept through its
+/// submission). Returns what `schedule` returned.
+fn fires_though_racing_park<R: Send + 'static>(
+    timers: &TimerService,
+    fired: &Arc<AtomicUsize>,
+    schedule: fn(&TimerService, Box<dyn FnOnce() + Send>) -> R,
+) -> R {
+    let producer = {
+        let timers = timers.clone();
+        let fired = fired.clone();
+        thread::spawn(move || {
+            schedule(
+                &timers,
+                Box::new(move || {
+                    fired.fetch_add(1, Ordering::SeqCst);
+                }),
+            )
+        })
+    };
+    let result = producer.join().unwrap();
+    wait_until(|| fired.load(Ordering::SeqCst) == 1);
+    result
+}
+
 #[test]
 fn submission_racing_park_is_never_stranded() {
     model(|| {
-        let timers = TimerService::new();
-        let fired = Arc::new(AtomicUsize::new(0));
-        let producer = {
-            let timers = timers.clone();
-            let fired = fired.clone();
-            thread::spawn(move || {
-                timers
-                    .schedule_at(past(), move || {
-                        fired.fetch_add(1, Ordering::SeqCst);
-                    })
-                    .unwrap()
-            })
-        };
-        let _handle = producer.join().unwrap();
-        // If the driver parked without seeing the submission, this never ends.
-        wait_until(|| fired.load(Ordering::SeqCst) == 1);
+        let (timers, fired) = (TimerService::new(), counter());
+        let _handle =
+            fires_though_racing_park(&timers, &fired, |t, f| t.schedule_at(past(), f).unwrap());
         timers.shutdown().unwrap();
     });
 }
@@ -264,20 +277,9 @@ fn parked_timers_displacing_each_other_are_all_accounted_for() {
 #[test]
 fn detached_submission_racing_park_fires() {
     model(|| {
-        let timers = TimerService::new();
-        let fired = Arc::new(AtomicUsize::new(0));
-        let producer = {
-            let timers = timers.clone();
-            let fired = fired.clone();
-            thread::spawn(move || {
-                timers.schedule_detached_at(past(), move || {
-                    fired.fetch_add(1, Ordering::SeqCst);
-                })
-            })
-        };
-        producer.join().unwrap().unwrap();
-        // If the driver parked without seeing the job, this never ends.
-        wait_until(|| fired.load(Ordering::SeqCst) == 1);
+        let (timers, fired) = (TimerService::new(), counter());
+        fires_though_racing_park(&timers, &fired, |t, f| t.schedule_detached_at(past(), f))
+            .unwrap();
         wait_until(|| timers.pending() == 0);
         timers.shutdown().unwrap();
         assert_eq!(timers.stats().fired, 1);
