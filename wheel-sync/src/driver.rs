@@ -97,6 +97,9 @@ pub(crate) struct Shared {
     /// What `schedule` admits; `usize::MAX` for no limit.
     max_pending: usize,
     sleeping_until: CachePadded<AtomicU64>,
+    /// A parked message may need the driver sooner than its next sweep (a
+    /// `Sleep` reset earlier): sweep in the next round.
+    sweep_asked: AtomicBool,
     shutdown: AtomicBool,
     /// Set by the spawner before any handle exists.
     driver: Mutex<Option<thread::Thread>>,
@@ -132,6 +135,7 @@ impl Shared {
             pending: CachePadded::new(AtomicUsize::new(0)),
             max_pending,
             sleeping_until: CachePadded::new(AtomicU64::new(AWAKE)),
+            sweep_asked: AtomicBool::new(false),
             shutdown: AtomicBool::new(false),
             driver: Mutex::new(None),
             stats: DriverStats::default(),
@@ -295,13 +299,20 @@ impl Shared {
         self.parked.retracted()
     }
 
-    /// An entry whose message is still queued now wants the driver by tick
-    /// `look_by` (a `Sleep` reset earlier): unparks a driver planning to wake
-    /// later. The fence pairs with `park`'s, as in `submit`: either the
-    /// driver sees the queued message before it sleeps, or this sees its plan.
+    /// An entry whose message is still queued or parked now wants the
+    /// driver by tick `look_by` (a `Sleep` reset earlier): asks for a sweep
+    /// of the parking slots and unparks a driver planning to wake later. The
+    /// fence pairs with `park`'s, as in `submit`: either the driver sees the
+    /// queued message or the request before it sleeps, or this sees its plan.
     pub(crate) fn hurry(&self, look_by: u64) {
+        self.sweep_asked.store(true, Ordering::Relaxed);
         fence(Ordering::SeqCst);
         self.wake_driver_if(|planned| look_by < planned);
+    }
+
+    /// Takes back a request for a sweep: whether there was one.
+    fn sweep_asked(&self) -> bool {
+        self.sweep_asked.load(Ordering::Relaxed) && self.sweep_asked.swap(false, Ordering::Relaxed)
     }
 
     /// Cancels `entry` if it is still pending, for its owner: counts it out
@@ -495,7 +506,9 @@ impl Driver {
             }
             let mut filed = self.file_submissions(BATCH);
             let now = Instant::now();
-            if now.saturating_duration_since(self.last_sweep) >= parked::SWEEP_EVERY {
+            if now.saturating_duration_since(self.last_sweep) >= parked::SWEEP_EVERY
+                || self.shared.sweep_asked()
+            {
                 filed += self.sweep(now);
             }
             self.fire_due(now);
@@ -737,7 +750,11 @@ impl Driver {
             .store(plan.unwrap_or(FOREVER), Ordering::Relaxed);
         fence(Ordering::SeqCst);
         let parked_since = long && shared.parked.any();
-        if self.consumer.is_empty() && !parked_since && !shared.shutdown.load(Ordering::Relaxed) {
+        if self.consumer.is_empty()
+            && !parked_since
+            && !shared.sweep_asked.load(Ordering::Relaxed)
+            && !shared.shutdown.load(Ordering::Relaxed)
+        {
             DriverStats::bump(&shared.stats.wakeups, 1);
             match plan {
                 // Idle: nothing can come due, so nothing to reclaim either.

@@ -29,7 +29,9 @@
 //!   per 1024 submissions, so a backlog never builds while it sleeps) —
 //!   never on every submission.
 //! - **Parking**: a callback scheduled at least 50 ms out by
-//!   [`TimerService::schedule`] waits in a slot of its thread's, next to the
+//!   [`TimerService::schedule`] (or a [`Sleep`] made by
+//!   [`TimerService::sleep`] or [`TimerService::timeout`] that far out)
+//!   waits in a slot of its thread's, next to the
 //!   queue, until the thread schedules another or the driver sweeps the
 //!   slots (every 10 ms while it is awake, and before any longer sleep). A
 //!   cancel from the same thread in between (a request answered in time)
@@ -619,7 +621,7 @@ impl TimerService {
             .checked_add(delay)
             .or_else(|| self.shared().clock.instant_of(MAX_TICK))
             .unwrap_or_else(far_future);
-        self.sleep_until(deadline)
+        Sleep::new(self.share(), deadline, delay >= parked::PARK_MIN)
     }
 
     /// A future that completes at `deadline`.
@@ -635,7 +637,7 @@ impl TimerService {
     /// assert_eq!(timers.pending(), 0);
     /// ```
     pub fn sleep_until(&self, deadline: Instant) -> Sleep {
-        Sleep::new(self.share(), deadline)
+        Sleep::new(self.share(), deadline, false)
     }
 
     /// Runs `future` with a deadline `delay` from now.

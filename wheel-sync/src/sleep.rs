@@ -41,13 +41,19 @@ pub struct Sleep {
 }
 
 impl Sleep {
-    pub(crate) fn new(service: TimerService, deadline: Instant) -> Self {
+    /// `far`: the deadline is at least `parked::PARK_MIN` away, so the
+    /// timer is parked rather than queued (a request timeout dropped in
+    /// time then never reaches the driver).
+    pub(crate) fn new(service: TimerService, deadline: Instant, far: bool) -> Self {
         let shared = service.shared();
         let tick = shared.clock.tick_for(deadline);
         let (entry, message) = EntryRef::new(tick, Wake::default());
-        // A refused admission means shutdown: the entry is abandoned, and poll reports it.
+        // A refused admission means shutdown: the entry is abandoned, and poll
+        // reports it; so does one abandoned by a shutdown racing the hand-over.
         if shared.admit(false).is_err() {
             entry.abandon();
+        } else if far {
+            let _ = shared.park(&entry, message, tick);
         } else {
             let _ = shared.submit(&entry, message, tick);
         }
@@ -133,8 +139,9 @@ impl Sleep {
         if must_push {
             let _ = shared.submit(&self.entry, self.entry.erased(), tick);
         } else {
-            // Its message is still queued and carries the new tick, but a
-            // driver asleep past `tick` must be told to look sooner.
+            // Its message is still queued or parked and carries the new tick,
+            // but a driver asleep past `tick` must be told to look sooner
+            // (and to sweep the slots, for a parked one).
             shared.hurry(tick);
         }
     }

@@ -5,7 +5,7 @@
 //! hour away, so every `schedule(HOUR)` here parks) displacing each other,
 //! retracted by a cancel, swept by the driver, abandoned at shutdown, and
 //! detached callbacks (no entry: queued and filed by value) fired, or
-//! dropped unrun by a racing shutdown.
+//! dropped unrun by a racing shutdown, and a parked `Sleep` reset earlier.
 //!
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p wheel-sync --release --test loom_service`
 //!
@@ -299,5 +299,20 @@ fn shutdown_racing_detached_schedule_drops_it_unrun() {
         drop(timers);
         wait_until(|| drops.load(Ordering::SeqCst) == 1);
         assert_eq!(ran.load(Ordering::SeqCst), 0, "ran at shutdown");
+    });
+}
+
+#[test]
+fn parked_sleep_reset_earlier_is_swept_and_fires() {
+    model(|| {
+        let timers = TimerService::new();
+        // An hour away: parked, not queued.
+        let mut sleep = timers.sleep(HOUR);
+        sleep.reset(past());
+        // If the driver slept on without sweeping it, this never ends.
+        loom::future::block_on(sleep);
+        wait_until(|| timers.pending() == 0);
+        timers.shutdown().unwrap();
+        assert_eq!(timers.stats().fired, 1);
     });
 }

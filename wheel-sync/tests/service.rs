@@ -1686,3 +1686,45 @@ fn shutdown_drops_pending_detached_callbacks_unrun() {
     );
     assert!(flag.load(SeqCst), "a closure refused at shutdown was kept");
 }
+
+#[test]
+fn a_request_timeout_future_dropped_in_time_never_reaches_the_driver() {
+    let timers = TimerService::new();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    for _ in 0..1_000 {
+        let reply = rt.block_on(timers.timeout(Duration::from_secs(1), async { "pong" }));
+        assert_eq!(reply, Ok("pong"));
+    }
+    assert_eq!(timers.pending(), 0);
+    let stats = timers.stats();
+    assert_eq!(
+        (stats.scheduled, stats.cancelled),
+        (1_000, 1_000),
+        "{stats:?}"
+    );
+    assert!(stats.wakeups < 100, "woken per request: {stats:?}");
+}
+
+#[test]
+fn a_parked_sleep_reset_earlier_completes_on_time() {
+    let timers = TimerService::new();
+    let mut sleep = timers.sleep(HOUR);
+    let (waker_count, waker) = counting_waker();
+    assert!(poll_once(&mut sleep, &waker).is_pending());
+    let soon = Instant::now() + Duration::from_millis(3);
+    sleep.reset(soon);
+    assert!(
+        wait_until(|| waker_count.count() > 0),
+        "a parked sleep reset earlier was never woken"
+    );
+    assert!(poll_once(&mut sleep, &waker).is_ready());
+    let late = Instant::now() - soon;
+    assert!(late < LATE_BOUND, "{late:?} late");
+    // And one reset later than parked still waits for its new deadline.
+    let mut later = timers.sleep(Duration::from_millis(60));
+    later.reset(Instant::now() + HOUR);
+    thread::sleep(Duration::from_millis(120));
+    assert!(!later.is_elapsed(), "fired at its old deadline");
+}
