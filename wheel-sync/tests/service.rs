@@ -1698,13 +1698,21 @@ fn a_request_timeout_future_dropped_in_time_never_reaches_the_driver() {
         assert_eq!(reply, Ok("pong"));
     }
     assert_eq!(timers.pending(), 0);
+    // Taken back by this thread, each is counted at once. Queued, they
+    // would be counted only in the driver's next round, which a driver
+    // napping between rare wake-ups has not run yet; one it happened to
+    // sweep before its request ended is counted in its next round too.
     let stats = timers.stats();
-    assert_eq!(
-        (stats.scheduled, stats.cancelled),
-        (1_000, 1_000),
-        "{stats:?}"
-    );
+    assert!(stats.cancelled >= 900, "few taken back: {stats:?}");
     assert!(stats.wakeups < 100, "woken per request: {stats:?}");
+    assert!(
+        wait_until(|| {
+            let s = timers.stats();
+            (s.scheduled, s.cancelled) == (1_000, 1_000)
+        }),
+        "{:?}",
+        timers.stats()
+    );
 }
 
 #[test]
