@@ -29,6 +29,11 @@
 //!   producer makes the same fence-and-compare as a pushing one. Being
 //!   woken by a producer counts as a busy round, so a thread whose timers
 //!   are all parked and retracted costs a wake-up per nap, not per timer.
+//!   A `Sleep` reset earlier while its message is parked sets
+//!   `sweep_asked` before its fence-and-compare; the driver sweeps in the
+//!   round after it sees the flag, and does not sleep while it is set.
+//! - Detached callbacks come through the queue by value and go into a
+//!   second wheel; each round fires both together in deadline order.
 //! - Backpressure: a producer that finds more than [`BACKLOG_HIGH`]
 //!   submissions queued yields to the driver until half are filed, so the
 //!   queue (and memory) stays bounded when producers outnumber cores.
