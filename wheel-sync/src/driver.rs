@@ -235,6 +235,23 @@ impl Shared {
         Ok(())
     }
 
+    /// A new timer's message to the driver: [`park`](Self::park)ed if it is
+    /// `far` (due at least [`parked::PARK_MIN`] from now), else
+    /// [`submit`](Self::submit)ted.
+    pub(crate) fn hand_over<A>(
+        &self,
+        entry: &EntryRef<A>,
+        message: EntryRef,
+        tick: u64,
+        far: bool,
+    ) -> Result<(), ScheduleError> {
+        if far {
+            self.park(entry, message, tick)
+        } else {
+            self.submit(entry, message, tick)
+        }
+    }
+
     /// Hands a detached callback due at `tick` to the driver. It is the
     /// driver's from here on: it runs at its tick, or is dropped unrun if the
     /// service shuts down first (then, if it was pushed after the driver's
@@ -603,8 +620,9 @@ impl Driver {
             self.wheel.next_expiration().filter(|&t| t <= now),
             self.jobs.next_expiration().filter(|&t| t <= now),
         ) {
-            self.fire_entries(a.min(b), started, &mut tally);
-            self.fire_jobs(a.min(b), started, &mut tally);
+            let step = a.min(b);
+            self.fire_entries(step, started, &mut tally);
+            self.fire_jobs(step, started, &mut tally);
         }
         // At most one of them has anything due now.
         self.fire_entries(now, started, &mut tally);

@@ -386,6 +386,7 @@ pub struct TimerService {
 /// own, so that counting handles on one thread never disturbs another's.
 #[repr(align(128))]
 struct Local {
+    /// `owner.shared` again, so that every call reaches it in one hop.
     shared: Arc<Shared>,
     owner: Arc<Owner>,
 }
@@ -593,11 +594,7 @@ impl TimerService {
         shared.admit(true)?;
         let (entry, message) = EntryRef::new(tick, Callback::new(f));
         let entry = entry.erase();
-        if far {
-            shared.park(&entry, message, tick)?;
-        } else {
-            shared.submit(&entry, message, tick)?;
-        }
+        shared.hand_over(&entry, message, tick, far)?;
         Ok(TimerHandle {
             service: self.share(),
             entry,

@@ -52,10 +52,8 @@ impl Sleep {
         // reports it; so does one abandoned by a shutdown racing the hand-over.
         if shared.admit(false).is_err() {
             entry.abandon();
-        } else if far {
-            let _ = shared.park(&entry, message, tick);
         } else {
-            let _ = shared.submit(&entry, message, tick);
+            let _ = shared.hand_over(&entry, message, tick, far);
         }
         Self {
             service,
