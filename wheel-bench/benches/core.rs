@@ -25,6 +25,11 @@
 //! the CPU time leaves out the slices other processes take. Cache pollution
 //! from neighbours still shows, so quote ratios from one run.
 //!
+//! `fire_and_forget` (at 100K and 1M) is the seed's game-server load: timers
+//! due 500–15 000 ticks out, filed at once and never cancelled, then fired a
+//! tick at a time; it adds `BucketWheel`, wheel-core's wheel for timers that
+//! are never cancelled, next to the peers.
+//!
 //! The `geometry_insert_cancel`, `geometry_fire` and `geometry_churn` groups
 //! are for choosing wheel-core's default geometry: they run those three
 //! bodies on wheel-core alone at 64 × 11 (the default, id `wheel-core`),
@@ -46,6 +51,7 @@ use wheel_bench::peers::{
     BTreeTimers, DelayQueueTimers, IndexedHeap, LazyHeap, TimerQueue, WheelTimers,
 };
 use wheel_bench::rng::SplitMix64;
+use wheel_core::BucketWheel;
 
 /// Pending timers per benchmark.
 const SIZES: [usize; 3] = [1_000, 100_000, 1_000_000];
@@ -58,6 +64,9 @@ const SEED: u64 = 0x5EED_0F71_3E75;
 /// The `fire` benchmark refills from scratch past this tick, far below the
 /// DelayQueue peer's last tick.
 const REBUILD_AT: u64 = 1 << 32;
+/// `fire_and_forget` delays, in ticks: the seed's 0.5–15 s in milliseconds.
+const FORGET_MIN: u64 = 500;
+const FORGET_MAX: u64 = 15_000;
 /// Insert + cancel pairs per tick in the `churn` mix.
 const CHURN_PAIRS: usize = 4;
 
@@ -467,6 +476,88 @@ fn churn<Q: TimerQueue>(group: &mut BenchmarkGroup<'_, ThreadTime>, n: usize, ma
     });
 }
 
+/// The seed's fire-and-forget delays: `n` timers due uniformly in
+/// `FORGET_MIN..=FORGET_MAX` ticks, filed at once, then the clock advanced a
+/// tick at a time until the last has fired. One iteration is one timer,
+/// filing and firing together; a new queue each round, so the filing meets
+/// fresh memory as a real burst does.
+fn forget<Q>(
+    group: &mut BenchmarkGroup<'_, ThreadTime>,
+    name: &str,
+    n: usize,
+    make: impl Fn() -> Q,
+    insert: impl Fn(&mut Q, u64, u64),
+    advance: impl Fn(&mut Q, u64) -> usize,
+) {
+    group.bench_function(BenchmarkId::new(name, n), |b| {
+        b.iter_custom(|iters| {
+            let mut timed = Duration::ZERO;
+            let mut fired = 0;
+            let mut rng = SplitMix64(SEED);
+            while fired < iters {
+                let mut queue = make();
+                timed += measure(|| {
+                    for value in 0..n as u64 {
+                        let delay = FORGET_MIN + rng.below(FORGET_MAX - FORGET_MIN + 1);
+                        insert(&mut queue, delay, value);
+                    }
+                    for tick in 1..=FORGET_MAX {
+                        fired += advance(&mut queue, tick) as u64;
+                    }
+                });
+                drop(queue);
+            }
+            timed.mul_f64(iters as f64 / fired as f64)
+        });
+    });
+}
+
+/// [`forget`] for a [`TimerQueue`] peer.
+fn forget_peer<Q: TimerQueue>(
+    group: &mut BenchmarkGroup<'_, ThreadTime>,
+    n: usize,
+    make: fn() -> Q,
+) {
+    forget(
+        group,
+        Q::NAME,
+        n,
+        make,
+        |q, deadline, value| {
+            black_box(q.insert(deadline, value));
+        },
+        |q, now| {
+            q.advance(now, |value| {
+                black_box(value);
+            })
+        },
+    );
+}
+
+fn fire_and_forget(criterion: &mut Criterion<ThreadTime>, sizes: &[usize]) {
+    let mut group = criterion.benchmark_group("fire_and_forget");
+    for &n in sizes {
+        configure(&mut group, n);
+        forget(
+            &mut group,
+            "bucket-wheel",
+            n,
+            BucketWheel::<u64>::new,
+            |w, deadline, value| w.insert(deadline, value),
+            |w, now| {
+                w.advance(now).fold(0, |count, fired| {
+                    black_box(fired);
+                    count + 1
+                })
+            },
+        );
+        forget_peer(&mut group, n, WheelTimers::new);
+        forget_peer(&mut group, n, delay_queue);
+        forget_peer(&mut group, n, LazyHeap::new);
+    }
+    group.finish();
+}
+
 fn delay_queue() -> DelayQueueTimers {
     DelayQueueTimers::new().expect("tokio builds a current-thread runtime")
 }
@@ -582,10 +673,10 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let flag = |name: &str| args.iter().any(|arg| arg == name);
     let full = flag("--bench") && !flag("--test");
-    let (sizes, geometry_sizes): (&[usize], &[usize]) = if full {
-        (&SIZES, &[GEOMETRY_SIZE])
+    let (sizes, geometry_sizes, forget_sizes): (&[usize], &[usize], &[usize]) = if full {
+        (&SIZES, &[GEOMETRY_SIZE], &SIZES[1..])
     } else {
-        (&SIZES[..1], &SIZES[..1])
+        (&SIZES[..1], &SIZES[..1], &SIZES[..1])
     };
     if !flag("--list") {
         memory_table(sizes);
@@ -601,6 +692,7 @@ fn main() {
     group!(criterion, sizes, reschedule);
     group!(criterion, sizes, fire);
     group!(criterion, sizes, churn);
+    fire_and_forget(&mut criterion, forget_sizes);
     geometry_group!(criterion, geometry_sizes, insert_cancel);
     geometry_group!(criterion, geometry_sizes, fire);
     geometry_group!(criterion, geometry_sizes, churn);

@@ -96,8 +96,18 @@
 //!
 //! # Features
 //!
-//! - `alloc` (default): [`Wheel`] and [`VecStorage`]. Without it the crate
-//!   needs neither `std` nor an allocator.
+//! - `alloc` (default): [`Wheel`], [`VecStorage`] and [`BucketWheel`].
+//!   Without it the crate needs neither `std` nor an allocator.
+//!
+//! # Timers that are never cancelled
+//!
+//! [`BucketWheel<T>`] (feature `alloc`) is for fire-and-forget timers, such
+//! as a game server's delays: no ids, no cancel, and each slot keeps its
+//! timers by value in 4 KiB chunks. Filing is an append and a cascade reads
+//! memory in order, where [`Wheel`] follows a linked list through its slab;
+//! it keeps promises 1–6 above. With 4M timers of 0.5–15 s and 24-byte
+//! values it took them out about 4× faster than [`Wheel`], at 32 bytes a
+//! timer instead of 48.
 #![no_std]
 #![forbid(unsafe_code)]
 #![warn(clippy::std_instead_of_core, clippy::alloc_instead_of_core)]
@@ -105,12 +115,16 @@
 #[cfg(feature = "alloc")]
 extern crate alloc;
 
+#[cfg(feature = "alloc")]
+mod bucket;
 mod error;
 mod level;
 mod slab;
 mod stage;
 mod wheel;
 
+#[cfg(feature = "alloc")]
+pub use bucket::{BucketAdvance, BucketWheel, SPARE_CHUNKS};
 pub use error::Full;
 #[cfg(feature = "alloc")]
 pub use slab::VecStorage;

@@ -15,11 +15,12 @@
 //! }
 //! ```
 
+pub mod bucket_ops;
 pub mod queue_ops;
 pub mod wheel_ops;
 
 use arbitrary::{Arbitrary, Unstructured};
-use wheel_core::{FixedWheel, Wheel};
+use wheel_core::{BucketWheel, FixedWheel, Wheel};
 
 use crate::wheel_ops::{run, Case};
 
@@ -42,6 +43,8 @@ pub enum Target {
     Geometry,
     /// The MPSC submission queue, single-threaded, against a `VecDeque`.
     QueueOps,
+    /// A `BucketWheel<u64>`, with the ops it has, against a `BTreeSet`.
+    BucketOps,
 }
 
 impl Target {
@@ -49,13 +52,14 @@ impl Target {
     ///
     /// # Examples
     /// ```
-    /// assert_eq!(wheel_model::Target::ALL.len(), 4);
+    /// assert_eq!(wheel_model::Target::ALL.len(), 5);
     /// ```
-    pub const ALL: [Target; 4] = [
+    pub const ALL: [Target; 5] = [
         Target::WheelOps,
         Target::FixedWheelOps,
         Target::Geometry,
         Target::QueueOps,
+        Target::BucketOps,
     ];
 
     /// The fuzz target's name, which is also its corpus and regression
@@ -71,6 +75,7 @@ impl Target {
             Target::FixedWheelOps => "fixed_wheel_ops",
             Target::Geometry => "geometry",
             Target::QueueOps => "queue_ops",
+            Target::BucketOps => "bucket_ops",
         }
     }
 
@@ -108,7 +113,7 @@ pub const GEOMETRIES: [&str; 8] = [
 /// The layout: `wheel_ops` reads a [`Case`]; `fixed_wheel_ops` a byte that
 /// picks from [`FIXED_CAPACITIES`], then a `Case`; `geometry` a byte that
 /// picks from [`GEOMETRIES`], then a `Case`; `queue_ops` a list of
-/// [`QueueOp`](queue_ops::QueueOp)s.
+/// [`QueueOp`](queue_ops::QueueOp)s; `bucket_ops` a `Case`.
 ///
 /// # Examples
 /// ```
@@ -136,6 +141,10 @@ pub fn run_bytes(target: Target, data: &[u8]) {
             run_geometry(usize::from(pick) % GEOMETRIES.len(), &case);
         }
         Target::QueueOps => queue_ops::run(&queue_ops::decode_ops(&mut u)),
+        Target::BucketOps => {
+            let case = Case::decode(&mut u);
+            bucket_ops::run(&mut BucketWheel::starting_at(case.start.tick()), &case.ops);
+        }
     }
 }
 

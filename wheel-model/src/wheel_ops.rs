@@ -506,15 +506,15 @@ impl Model {
 
 /// The order promise for one `advance`: already-due timers first, then the
 /// rest by non-decreasing deadline, none after the target.
-struct Order {
-    old_now: u64,
-    new_now: u64,
-    last_fresh: Option<u64>,
+pub(crate) struct Order {
+    pub(crate) old_now: u64,
+    pub(crate) new_now: u64,
+    pub(crate) last_fresh: Option<u64>,
 }
 
 impl Order {
-    fn check(&mut self, expired: &Expired<u64>) {
-        let deadline = expired.deadline;
+    /// Checks the next timer `expired`, due at `deadline`.
+    pub(crate) fn check(&mut self, deadline: u64, expired: &dyn core::fmt::Debug) {
         assert!(
             deadline <= self.new_now,
             "early: advance to {} yielded {expired:?}",
@@ -700,7 +700,7 @@ impl<S: Storage<u64>, const SLOTS: usize, const LEVELS: usize> Runner<'_, S, SLO
                 exhausted = true;
                 break;
             };
-            order.check(&expired);
+            order.check(expired.deadline, &expired);
             self.model.take_expired(&expired, "advance");
             yielded += 1;
         }
@@ -778,17 +778,22 @@ impl<S: Storage<u64>, const SLOTS: usize, const LEVELS: usize> Runner<'_, S, SLO
             Some(capacity) => assert_eq!(wheel.capacity(), capacity, "capacity"),
             None => assert!(wheel.capacity() >= wheel.len(), "capacity below len"),
         }
-        match (wheel.next_expiration(), model.earliest()) {
-            (None, None) => {}
-            (Some(tick), Some(earliest)) => assert!(
-                model.now <= tick && tick <= model.now.max(earliest),
-                "next_expiration {tick} outside {}..={} (earliest deadline {earliest})",
-                model.now,
-                model.now.max(earliest)
-            ),
-            (next, earliest) => {
-                panic!("next_expiration {next:?} but the earliest deadline is {earliest:?}")
-            }
+        check_next_expiration(wheel.next_expiration(), model.now, model.earliest());
+    }
+}
+
+/// The promise of `next_expiration`: `None` iff nothing is pending, else a
+/// tick from `now` to `max(now, earliest deadline)`.
+pub(crate) fn check_next_expiration(next: Option<u64>, now: u64, earliest: Option<u64>) {
+    match (next, earliest) {
+        (None, None) => {}
+        (Some(tick), Some(earliest)) => assert!(
+            now <= tick && tick <= now.max(earliest),
+            "next_expiration {tick} outside {now}..={} (earliest deadline {earliest})",
+            now.max(earliest)
+        ),
+        (next, earliest) => {
+            panic!("next_expiration {next:?} but the earliest deadline is {earliest:?}")
         }
     }
 }

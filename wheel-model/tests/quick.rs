@@ -6,7 +6,8 @@
 
 use arbitrary::Unstructured;
 use quickcheck::{Arbitrary, Gen, QuickCheck};
-use wheel_core::{FixedWheel, Wheel};
+use wheel_core::{BucketWheel, FixedWheel, Wheel};
+use wheel_model::bucket_ops;
 use wheel_model::queue_ops::{self, QueueOp};
 use wheel_model::wheel_ops::{run, Case, Start};
 
@@ -119,6 +120,13 @@ fn eight_slot_wheel_matches_model() {
     quickcheck(|WheelCase(case)| {
         let mut wheel = Wheel::<u64, 8, 22>::with_geometry(case.start.tick());
         run(&mut wheel, &case.ops, None);
+    });
+}
+
+#[test]
+fn bucket_wheel_matches_model() {
+    quickcheck(|WheelCase(case)| {
+        bucket_ops::run(&mut BucketWheel::starting_at(case.start.tick()), &case.ops);
     });
 }
 

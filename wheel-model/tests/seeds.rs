@@ -562,6 +562,8 @@ fn seeds() -> Vec<(Target, String, Vec<u8>)> {
     let mut seeds = Vec::new();
     for (name, case) in wheel_seeds() {
         seeds.push((Target::WheelOps, format!("seed-{name}"), bytes(&case)));
+        // The same cases suit the bucket wheel, which skips the id ops.
+        seeds.push((Target::BucketOps, format!("seed-{name}"), bytes(&case)));
     }
     for (name, capacity, case) in fixed_seeds() {
         let mut data = vec![capacity];

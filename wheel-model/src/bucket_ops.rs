@@ -1,0 +1,200 @@
+//! Random operations on a [`BucketWheel`], checked one by one against a
+//! `BTreeSet` model, with the same ops as [`wheel_ops`](crate::wheel_ops).
+//!
+//! A `BucketWheel` has no ids, so the ops that name a timer (`Cancel`,
+//! `Reschedule`, `Query`, `Touch`, `Audit`) check only that the wheel agrees
+//! with the model on what is pending, by count, and on when it is due next.
+
+use std::collections::BTreeSet;
+
+use wheel_core::BucketWheel;
+
+use crate::wheel_ops::{check_next_expiration, Drive, Empty, Op, Order, MAX_BURST};
+
+/// `BucketWheel`'s geometry, which `When` and `Step` resolve against.
+const BITS: u32 = 6;
+const LEVELS: usize = 11;
+
+/// Applies `ops` to an empty `wheel` and to a model, asserting after each op
+/// that the answers agree, that the wheel's invariants hold
+/// ([`validate`](BucketWheel::validate)), and that `len`, `now` and
+/// `next_expiration` keep their promises.
+///
+/// # Panics
+/// On the first disagreement, naming it; also if `wheel` is not empty.
+///
+/// # Examples
+/// ```
+/// use wheel_core::BucketWheel;
+/// use wheel_model::bucket_ops::run;
+/// use wheel_model::wheel_ops::{Drive, Op, Step, When};
+///
+/// let ops = [
+///     Op::InsertMany { first: When::Near(3), spread: 70, count: 5 },
+///     Op::CascadeAhead(2),
+///     Op::AdvancePartial(Step::Max, 1),
+///     Op::Drive(Drive::All),
+/// ];
+/// run(&mut BucketWheel::new(), &ops);
+/// ```
+pub fn run(wheel: &mut BucketWheel<u64>, ops: &[Op]) {
+    assert!(wheel.is_empty(), "run needs an empty wheel, got {wheel:?}");
+    let mut runner = Runner {
+        now: wheel.now(),
+        wheel,
+        pending: BTreeSet::new(),
+        next_value: 0,
+    };
+    runner.check();
+    for (step, op) in ops.iter().enumerate() {
+        runner.apply(*op, step);
+        runner.check();
+    }
+}
+
+struct Runner<'w> {
+    wheel: &'w mut BucketWheel<u64>,
+    now: u64,
+    /// `(deadline, value)` of every pending timer; values are unique.
+    pending: BTreeSet<(u64, u64)>,
+    next_value: u64,
+}
+
+impl Runner<'_> {
+    fn earliest(&self) -> Option<u64> {
+        self.pending.first().map(|&(deadline, _)| deadline)
+    }
+
+    fn apply(&mut self, op: Op, step: usize) {
+        let now = self.now;
+        match op {
+            Op::Insert(when) => self.insert(when.resolve(now, BITS, LEVELS)),
+            Op::InsertMany {
+                first,
+                spread,
+                count,
+            } => {
+                let first = first.resolve(now, BITS, LEVELS);
+                for i in 0..u64::from(count) % (MAX_BURST as u64 + 1) {
+                    self.insert(first.saturating_add(i * u64::from(spread)));
+                }
+            }
+            Op::Cancel(_) | Op::Reschedule(..) | Op::Query(_) | Op::Touch(_) | Op::Audit => {}
+            Op::Advance(to) => {
+                let target = to.resolve(now, BITS, LEVELS, self.earliest());
+                self.advance(target, usize::MAX, step);
+            }
+            Op::AdvancePartial(to, take) => {
+                let target = to.resolve(now, BITS, LEVELS, self.earliest());
+                self.advance(target, usize::from(take), step);
+            }
+            Op::Drive(Drive::Next(calls)) => {
+                for _ in 0..=calls % 16 {
+                    self.advance_to_next(step);
+                    self.check();
+                }
+            }
+            Op::Drive(Drive::All) => {
+                let budget = (LEVELS + 1) * self.pending.len();
+                let mut calls = 0;
+                while self.wheel.next_expiration().is_some() {
+                    assert!(
+                        calls < budget,
+                        "op {step}: driving took over {budget} advances"
+                    );
+                    self.advance_to_next(step);
+                    self.check();
+                    calls += 1;
+                }
+            }
+            Op::Empty(Empty::Drain(take)) => {
+                for (deadline, value) in self.wheel.drain().take(usize::from(take)) {
+                    Self::take(&mut self.pending, deadline, value, step);
+                }
+                self.pending.clear();
+            }
+            Op::Empty(Empty::Clear) => {
+                self.wheel.clear();
+                self.pending.clear();
+            }
+            Op::CascadeAhead(max) => {
+                let moved = self.wheel.cascade_ahead(usize::from(max));
+                assert!(
+                    moved <= usize::from(max) && moved <= self.pending.len(),
+                    "op {step}: cascade_ahead({max}) moved {moved} of {} pending",
+                    self.pending.len()
+                );
+            }
+        }
+    }
+
+    fn insert(&mut self, deadline: u64) {
+        self.next_value += 1;
+        self.wheel.insert(deadline, self.next_value);
+        self.pending.insert((deadline, self.next_value));
+    }
+
+    /// Takes out a timer the wheel yielded, which must be pending.
+    fn take(pending: &mut BTreeSet<(u64, u64)>, deadline: u64, value: u64, step: usize) {
+        assert!(
+            pending.remove(&(deadline, value)),
+            "op {step}: the wheel yielded ({deadline}, {value}), which is not pending"
+        );
+    }
+
+    /// `advance(target)`, yielding at most `take` timers before the iterator
+    /// is dropped; returns how many it yielded.
+    fn advance(&mut self, target: u64, take: usize, step: usize) -> usize {
+        let old_now = self.now;
+        let new_now = target.max(old_now);
+        let due = self.pending.range(..=(new_now, u64::MAX)).count();
+        let mut order = Order {
+            old_now,
+            new_now,
+            last_fresh: None,
+        };
+        let mut yielded = 0;
+        let mut exhausted = false;
+        let mut advance = self.wheel.advance(target);
+        while yielded < take {
+            let Some((deadline, value)) = advance.next() else {
+                exhausted = true;
+                break;
+            };
+            order.check(deadline, &(deadline, value));
+            Self::take(&mut self.pending, deadline, value, step);
+            yielded += 1;
+        }
+        drop(advance);
+        self.now = new_now;
+        if exhausted {
+            assert_eq!(
+                yielded, due,
+                "op {step}: advance({target}) from {old_now} yielded {yielded} of {due} due"
+            );
+        }
+        yielded
+    }
+
+    fn advance_to_next(&mut self, step: usize) {
+        let Some(tick) = self.wheel.next_expiration() else {
+            return;
+        };
+        if self.advance(tick, usize::MAX, step) == 0 {
+            let next = self.wheel.next_expiration();
+            assert!(
+                next.is_some_and(|next| next > tick),
+                "op {step}: advance(next_expiration() = {tick}) made no progress: next is {next:?}"
+            );
+        }
+    }
+
+    /// The promises that hold between any two ops.
+    fn check(&self) {
+        self.wheel.validate();
+        assert_eq!(self.wheel.len(), self.pending.len(), "len");
+        assert_eq!(self.wheel.is_empty(), self.pending.is_empty(), "is_empty");
+        assert_eq!(self.wheel.now(), self.now, "now");
+        check_next_expiration(self.wheel.next_expiration(), self.now, self.earliest());
+    }
+}
