@@ -47,7 +47,7 @@ use core::fmt;
 use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
-use wheel_core::Wheel;
+use wheel_core::{BucketWheel, Wheel};
 
 use crate::clock::Clock;
 use crate::entry::{self, EntryRef, CANCELLED, FIRED, PENDING, SLOT_NEW, SLOT_OUT};
@@ -483,7 +483,7 @@ pub(crate) struct Driver {
     wheel: Box<Wheel<EntryRef>>,
     /// Detached callbacks, in a wheel of their own so that their slab holds
     /// them by value while the entries' slab stays one pointer per timer.
-    jobs: Box<Wheel<Job>>,
+    jobs: BucketWheel<Job>,
     /// Due timers on their way out of the wheel: entry, deadline tick, and
     /// the state word as first read. Empty between calls of `fire_due`.
     batch: Vec<(EntryRef, u64, u64)>,
@@ -509,7 +509,7 @@ impl Driver {
             shared,
             consumer,
             wheel: Box::new(Wheel::starting_at(now)),
-            jobs: Box::new(Wheel::starting_at(now)),
+            jobs: BucketWheel::starting_at(now),
             batch: Vec::with_capacity(FIRE_BATCH),
             job_batch: Vec::with_capacity(FIRE_BATCH),
             last_sweep: Instant::now(),
@@ -632,18 +632,14 @@ impl Driver {
 
     /// Advances the detached callbacks' wheel to `tick`, running what is due.
     ///
-    /// Like [`fire_entries`](Self::fire_entries), it takes them out
-    /// [`FIRE_BATCH`] at a time before running any: taking one out is
-    /// a few independent cache misses, and with no locked instruction or
-    /// callback in between, a batch's misses overlap.
+    /// It takes them out [`FIRE_BATCH`] at a time and counts each batch out
+    /// of `pending` with one atomic add before running it.
     fn fire_jobs(&mut self, tick: u64, started: Instant, tally: &mut Tally) {
         let shared = &*self.shared;
         let mut advance = self.jobs.advance(tick);
         loop {
-            self.job_batch.extend(
-                (advance.by_ref().take(FIRE_BATCH))
-                    .map(|expired| (expired.value, expired.deadline)),
-            );
+            self.job_batch
+                .extend((advance.by_ref().take(FIRE_BATCH)).map(|(deadline, job)| (job, deadline)));
             if self.job_batch.is_empty() {
                 break;
             }
@@ -835,9 +831,9 @@ impl Driver {
                 unfired += 1;
             }
         }
-        for expired in self.jobs.drain() {
+        for (_, job) in self.jobs.drain() {
             shared.release();
-            drop(expired.value);
+            drop(job);
             unfired += 1;
         }
         unfired
