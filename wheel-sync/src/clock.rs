@@ -5,6 +5,9 @@ use std::time::{Duration, Instant};
 
 use crate::entry::MAX_TICK;
 
+/// The builder's default tick, 1 ms, in nanoseconds.
+pub(crate) const DEFAULT_TICK_NS: u64 = 1_000_000;
+
 /// Tick 0 starts at `origin`; each tick lasts `tick`.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Clock {
@@ -39,9 +42,15 @@ impl Clock {
     /// the clock reaches that tick, never before `deadline`.
     #[inline]
     pub(crate) fn tick_for(&self, deadline: Instant) -> u64 {
-        self.ns_since_origin(deadline)
-            .div_ceil(self.tick_ns)
-            .min(MAX_TICK)
+        let ns = self.ns_since_origin(deadline);
+        // The default tick divides by a constant: a multiplication, where a
+        // 64-bit division by a variable costs tens of cycles per schedule.
+        let ticks = if self.tick_ns == DEFAULT_TICK_NS {
+            ns.div_ceil(DEFAULT_TICK_NS)
+        } else {
+            ns.div_ceil(self.tick_ns)
+        };
+        ticks.min(MAX_TICK)
     }
 
     /// The tick `delay` from now, rounded up.
@@ -62,7 +71,13 @@ impl Clock {
     /// The last tick begun at `t`.
     #[inline]
     pub(crate) fn tick_at(&self, t: Instant) -> u64 {
-        (self.ns_since_origin(t) / self.tick_ns).min(MAX_TICK)
+        let ns = self.ns_since_origin(t);
+        let ticks = if self.tick_ns == DEFAULT_TICK_NS {
+            ns / DEFAULT_TICK_NS
+        } else {
+            ns / self.tick_ns
+        };
+        ticks.min(MAX_TICK)
     }
 
     /// How far `t` is past the start of `tick`, in nanoseconds (0 if not);

@@ -252,7 +252,7 @@ pub struct Builder {
 impl Default for Builder {
     fn default() -> Self {
         Self {
-            tick: Duration::from_millis(1),
+            tick: Duration::from_nanos(clock::DEFAULT_TICK_NS),
             max_pending: usize::MAX,
             thread_name: "wheel-timer".into(),
         }
