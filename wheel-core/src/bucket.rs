@@ -35,7 +35,7 @@ type Geo = Geometry<SLOTS, LEVELS>;
 
 /// Emptied chunks kept for reuse; beyond this many they are freed, so a
 /// wheel that has fired a burst gives the memory back.
-pub const SPARE_CHUNKS: usize = 256;
+const SPARE_CHUNKS: usize = 256;
 
 /// One slot's timers, `(deadline, value)`, in chunks.
 struct Bucket<T> {
@@ -497,7 +497,7 @@ impl<T> BucketWheel<T> {
 
     /// Checks every internal invariant: bits match the buckets, each timer
     /// sits where its deadline calls for, no bucket holds an empty chunk,
-    /// and the count adds up. O(timers); for tests and fuzzing.
+    /// the pool of spare chunks is within bounds, and the count adds up. O(timers); for tests and fuzzing.
     ///
     /// # Panics
     /// If an invariant is broken, with a message naming it.
@@ -542,6 +542,11 @@ impl<T> BucketWheel<T> {
             count, self.len,
             "len is {} but {} timers are filed",
             self.len, count
+        );
+        assert!(
+            self.spare.len() <= SPARE_CHUNKS,
+            "{} spare chunks kept, over {SPARE_CHUNKS}",
+            self.spare.len()
         );
         for chunk in &self.spare {
             assert!(

@@ -124,7 +124,7 @@ mod stage;
 mod wheel;
 
 #[cfg(feature = "alloc")]
-pub use bucket::{BucketAdvance, BucketWheel, SPARE_CHUNKS};
+pub use bucket::{BucketAdvance, BucketWheel};
 pub use error::Full;
 #[cfg(feature = "alloc")]
 pub use slab::VecStorage;
