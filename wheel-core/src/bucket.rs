@@ -596,6 +596,15 @@ impl<T> BucketWheel<T> {
 
 /// The iterator of [`BucketWheel::advance`]: `(deadline, value)` of each
 /// timer due.
+///
+/// # Examples
+/// ```
+/// let mut wheel = wheel_core::BucketWheel::new();
+/// wheel.insert(2, 'b');
+/// wheel.insert(1, 'a');
+/// let fired: wheel_core::BucketAdvance<'_, char> = wheel.advance(2);
+/// assert_eq!(fired.map(|(_, v)| v).collect::<String>(), "ab");
+/// ```
 pub struct BucketAdvance<'a, T> {
     wheel: &'a mut BucketWheel<T>,
     target: u64,

@@ -10,7 +10,7 @@ use wheel_core::{
 };
 
 mod common;
-use common::sample;
+use common::{sample, Rng};
 
 /// Miri is about a thousand times slower: the same shapes, fewer of them.
 fn scaled(native: usize) -> usize {
@@ -18,34 +18,6 @@ fn scaled(native: usize) -> usize {
         native.div_ceil(100)
     } else {
         native
-    }
-}
-
-/// splitmix64: deterministic and dependency-free, so a failure replays from its seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, bound: u64) -> u64 {
-        self.next() % bound
-    }
-
-    /// A value of `0..=max_bits` random bits: uniform over bit lengths, so
-    /// every level of the wheel sees traffic, not just the top one.
-    fn spread(&mut self, max_bits: u32) -> u64 {
-        let bits = self.below(u64::from(max_bits) + 1) as u32;
-        if bits == 0 {
-            0
-        } else {
-            self.next() >> (64 - bits)
-        }
     }
 }
 

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 
 use wheel_core::BucketWheel;
 
-use crate::wheel_ops::{check_next_expiration, Drive, Empty, Op, Order, MAX_BURST};
+use crate::wheel_ops::{check_next_expiration, Drives, Empty, Op, Order, MAX_BURST};
 
 /// `BucketWheel`'s geometry, which `When` and `Step` resolve against.
 const BITS: u32 = 6;
@@ -88,25 +88,7 @@ impl Runner<'_> {
                 let target = to.resolve(now, BITS, LEVELS, self.earliest());
                 self.advance(target, usize::from(take), step);
             }
-            Op::Drive(Drive::Next(calls)) => {
-                for _ in 0..=calls % 16 {
-                    self.advance_to_next(step);
-                    self.check();
-                }
-            }
-            Op::Drive(Drive::All) => {
-                let budget = (LEVELS + 1) * self.pending.len();
-                let mut calls = 0;
-                while self.wheel.next_expiration().is_some() {
-                    assert!(
-                        calls < budget,
-                        "op {step}: driving took over {budget} advances"
-                    );
-                    self.advance_to_next(step);
-                    self.check();
-                    calls += 1;
-                }
-            }
+            Op::Drive(drive) => self.drive(drive, step),
             Op::Empty(Empty::Drain(take)) => {
                 for (deadline, value) in self.wheel.drain().take(usize::from(take)) {
                     Self::take(&mut self.pending, deadline, value, step);
@@ -141,9 +123,19 @@ impl Runner<'_> {
             "op {step}: the wheel yielded ({deadline}, {value}), which is not pending"
         );
     }
+}
 
-    /// `advance(target)`, yielding at most `take` timers before the iterator
-    /// is dropped; returns how many it yielded.
+impl Drives for Runner<'_> {
+    const LEVELS: usize = LEVELS;
+
+    fn next_expiration(&self) -> Option<u64> {
+        self.wheel.next_expiration()
+    }
+
+    fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
     fn advance(&mut self, target: u64, take: usize, step: usize) -> usize {
         let old_now = self.now;
         let new_now = target.max(old_now);
@@ -176,20 +168,6 @@ impl Runner<'_> {
         yielded
     }
 
-    fn advance_to_next(&mut self, step: usize) {
-        let Some(tick) = self.wheel.next_expiration() else {
-            return;
-        };
-        if self.advance(tick, usize::MAX, step) == 0 {
-            let next = self.wheel.next_expiration();
-            assert!(
-                next.is_some_and(|next| next > tick),
-                "op {step}: advance(next_expiration() = {tick}) made no progress: next is {next:?}"
-            );
-        }
-    }
-
-    /// The promises that hold between any two ops.
     fn check(&self) {
         self.wheel.validate();
         assert_eq!(self.wheel.len(), self.pending.len(), "len");

@@ -614,13 +614,7 @@ impl<S: Storage<u64>, const SLOTS: usize, const LEVELS: usize> Runner<'_, S, SLO
                 let target = to.resolve(now, Self::BITS, LEVELS, self.model.earliest());
                 self.advance(target, usize::from(take), step);
             }
-            Op::Drive(Drive::Next(calls)) => {
-                for _ in 0..=calls % 16 {
-                    self.advance_to_next(step);
-                    self.check();
-                }
-            }
-            Op::Drive(Drive::All) => self.drive_all(step),
+            Op::Drive(drive) => self.drive(drive, step),
             Op::Empty(Empty::Drain(take)) => self.drain(usize::from(take), step),
             Op::Empty(Empty::Clear) => {
                 self.wheel.clear();
@@ -675,8 +669,44 @@ impl<S: Storage<u64>, const SLOTS: usize, const LEVELS: usize> Runner<'_, S, SLO
         );
     }
 
-    /// `advance(target)`, yielding at most `take` timers before the iterator
-    /// is dropped; returns how many it yielded.
+    fn drain(&mut self, take: usize, step: usize) {
+        let mut drain = self.wheel.drain();
+        for _ in 0..take {
+            assert_eq!(
+                drain.len(),
+                self.model.pending.len(),
+                "op {step}: drain's len"
+            );
+            let Some(expired) = drain.next() else {
+                break;
+            };
+            self.model.take_expired(&expired, "drain");
+        }
+        drop(drain);
+        self.model.clear_pending();
+    }
+
+    /// Asks the wheel about every id ever issued.
+    fn audit(&self, step: usize) {
+        for &id in &self.model.issued {
+            self.query(id, step);
+        }
+    }
+}
+
+impl<S: Storage<u64>, const SLOTS: usize, const LEVELS: usize> Drives
+    for Runner<'_, S, SLOTS, LEVELS>
+{
+    const LEVELS: usize = LEVELS;
+
+    fn next_expiration(&self) -> Option<u64> {
+        self.wheel.next_expiration()
+    }
+
+    fn pending(&self) -> usize {
+        self.model.pending.len()
+    }
+
     fn advance(&mut self, target: u64, take: usize, step: usize) -> usize {
         let old_now = self.model.now;
         let new_now = target.max(old_now);
@@ -715,59 +745,6 @@ impl<S: Storage<u64>, const SLOTS: usize, const LEVELS: usize> Runner<'_, S, SLO
         yielded
     }
 
-    fn advance_to_next(&mut self, step: usize) {
-        let Some(tick) = self.wheel.next_expiration() else {
-            return;
-        };
-        if self.advance(tick, usize::MAX, step) == 0 {
-            let next = self.wheel.next_expiration();
-            assert!(
-                next.is_some_and(|next| next > tick),
-                "op {step}: advance(next_expiration() = {tick}) made no progress: next is {next:?}"
-            );
-        }
-    }
-
-    fn drive_all(&mut self, step: usize) {
-        let budget = (LEVELS + 1) * self.model.pending.len();
-        let mut calls = 0;
-        while self.wheel.next_expiration().is_some() {
-            assert!(
-                calls < budget,
-                "op {step}: driving {} timers took over {budget} advances",
-                budget / (LEVELS + 1)
-            );
-            self.advance_to_next(step);
-            self.check();
-            calls += 1;
-        }
-    }
-
-    fn drain(&mut self, take: usize, step: usize) {
-        let mut drain = self.wheel.drain();
-        for _ in 0..take {
-            assert_eq!(
-                drain.len(),
-                self.model.pending.len(),
-                "op {step}: drain's len"
-            );
-            let Some(expired) = drain.next() else {
-                break;
-            };
-            self.model.take_expired(&expired, "drain");
-        }
-        drop(drain);
-        self.model.clear_pending();
-    }
-
-    /// Asks the wheel about every id ever issued.
-    fn audit(&self, step: usize) {
-        for &id in &self.model.issued {
-            self.query(id, step);
-        }
-    }
-
-    /// The promises that hold between any two ops.
     fn check(&self) {
         self.wheel.validate();
         let (wheel, model) = (&*self.wheel, &self.model);
@@ -779,6 +756,54 @@ impl<S: Storage<u64>, const SLOTS: usize, const LEVELS: usize> Runner<'_, S, SLO
             None => assert!(wheel.capacity() >= wheel.len(), "capacity below len"),
         }
         check_next_expiration(wheel.next_expiration(), model.now, model.earliest());
+    }
+}
+
+/// What the [`Drive`] ops need of a runner: its wheel's next expiration,
+/// an advance checked against its model, and the checks between ops.
+pub(crate) trait Drives {
+    /// The wheel's levels: a timer needs at most `LEVELS + 1` advances.
+    const LEVELS: usize;
+
+    fn next_expiration(&self) -> Option<u64>;
+
+    fn pending(&self) -> usize;
+
+    /// `advance(target)`, yielding at most `take` timers before the
+    /// iterator is dropped, each checked; returns how many it yielded.
+    fn advance(&mut self, target: u64, take: usize, step: usize) -> usize;
+
+    /// The promises that hold between any two ops.
+    fn check(&self);
+
+    /// Advances driven by `next_expiration`, the way a timer thread sleeps
+    /// and wakes; each must make progress.
+    fn drive(&mut self, drive: Drive, step: usize) {
+        let calls = match drive {
+            Drive::Next(calls) => usize::from(calls % 16) + 1,
+            Drive::All => usize::MAX,
+        };
+        let budget = (Self::LEVELS + 1) * self.pending();
+        let mut made = 0;
+        while made < calls {
+            let Some(tick) = self.next_expiration() else {
+                return;
+            };
+            assert!(
+                drive != Drive::All || made < budget,
+                "op {step}: driving {} timers took over {budget} advances",
+                budget / (Self::LEVELS + 1)
+            );
+            if self.advance(tick, usize::MAX, step) == 0 {
+                let next = self.next_expiration();
+                assert!(
+                    next.is_some_and(|next| next > tick),
+                    "op {step}: advance(next_expiration() = {tick}) made no progress: next is {next:?}"
+                );
+            }
+            self.check();
+            made += 1;
+        }
     }
 }
 
