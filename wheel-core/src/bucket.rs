@@ -12,8 +12,8 @@
 //! - A bucket is a list of chunks, each a `Vec` of capacity
 //!   [`BucketWheel::CHUNK`]; a push goes to the last one, or to a new one
 //!   if that is full. A bucket holds no empty chunk, so it is empty iff it
-//!   has no chunk. Emptied chunks go to
-//!   a pool of at most [`SPARE_CHUNKS`] for reuse, the rest are freed.
+//!   has no chunk. Emptied chunks go to a pool of at most [`SPARE_CHUNKS`]
+//!   for reuse; the rest are freed.
 //! - A slot's occupied bit is set iff its bucket holds a timer, except for
 //!   the slot being staged (see `cascade_ahead`): its bit stays set while
 //!   its own bucket or the staged tables hold one.
