@@ -33,7 +33,8 @@
 //!   `sweep_asked` before its fence-and-compare; the driver sweeps in the
 //!   round after it sees the flag, and does not sleep while it is set.
 //! - Detached callbacks come through the queue by value and go into a
-//!   second wheel; each round fires both together in deadline order.
+//!   second wheel, a `BucketWheel` (no ids, no cancel, slots in chunks);
+//!   each round fires both together in deadline order.
 //! - Backpressure: a producer that finds more than [`BACKLOG_HIGH`]
 //!   submissions queued yields to the driver until half are filed, so the
 //!   queue (and memory) stays bounded when producers outnumber cores.
