@@ -79,6 +79,13 @@ impl<T> Tables<T> {
         }
     }
 
+    /// Files `item` where its deadline belongs with the clock at `now`.
+    #[inline(always)]
+    fn file(&mut self, spare: &mut Vec<Vec<(u64, T)>>, now: u64, item: (u64, T)) {
+        let bucket = self.bucket_for(Geo::place(now, item.0));
+        BucketWheel::push(spare, bucket, item);
+    }
+
     /// The first occupied slot of the lowest level at or above `from` that
     /// has one: (level, slot).
     #[inline]
@@ -246,11 +253,12 @@ impl<T> BucketWheel<T> {
     /// ```
     #[inline]
     pub fn insert(&mut self, deadline: u64, value: T) {
-        let bucket = self.live.bucket_for(Geo::place(self.now, deadline));
-        Self::push(&mut self.spare, bucket, (deadline, value));
+        self.live.file(&mut self.spare, self.now, (deadline, value));
         self.len += 1;
     }
 
+    /// Appends `item` to `bucket`'s last chunk, or to a new one (from the
+    /// pool if it has one) when that is full.
     #[inline(always)]
     fn push(spare: &mut Vec<Vec<(u64, T)>>, bucket: &mut Bucket<T>, item: (u64, T)) {
         if let Some(last) = bucket.chunks.last_mut() {
@@ -383,9 +391,8 @@ impl<T> BucketWheel<T> {
     /// Files every timer of `bucket` afresh, relative to `now`.
     fn refile(&mut self, bucket: Bucket<T>) {
         for mut chunk in bucket.chunks {
-            for (deadline, value) in chunk.drain(..) {
-                let to = self.live.bucket_for(Geo::place(self.now, deadline));
-                Self::push(&mut self.spare, to, (deadline, value));
+            for item in chunk.drain(..) {
+                self.live.file(&mut self.spare, self.now, item);
             }
             Self::recycle(&mut self.spare, chunk);
         }
@@ -438,9 +445,8 @@ impl<T> BucketWheel<T> {
                 break;
             };
             let take = (max - moved).min(chunk.len());
-            for (deadline, value) in chunk.drain(chunk.len() - take..) {
-                let to = staged.tables.bucket_for(Geo::place(staged.start, deadline));
-                Self::push(&mut self.spare, to, (deadline, value));
+            for item in chunk.drain(chunk.len() - take..) {
+                staged.tables.file(&mut self.spare, staged.start, item);
             }
             moved += take;
             if chunk.is_empty() {

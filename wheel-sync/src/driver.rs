@@ -485,15 +485,16 @@ pub(crate) struct Driver {
     /// Boxed: its level tables are about 11 KiB, too much to move around on
     /// small thread stacks (loom's among them).
     wheel: Box<Wheel<EntryRef>>,
-    /// Detached callbacks, in a wheel of their own so that their slab holds
-    /// them by value while the entries' slab stays one pointer per timer.
+    /// Detached callbacks, by value, in a wheel for timers that are never
+    /// cancelled (no ids, no links), while the entries' wheel stays one
+    /// pointer per timer.
     jobs: BucketWheel<Job>,
     /// Due timers on their way out of the wheel: entry, deadline tick, and
     /// the state word as first read. Empty between calls of `fire_due`.
     batch: Vec<(EntryRef, u64, u64)>,
-    /// Due detached callbacks on their way out, with their deadline ticks.
+    /// Due detached callbacks on their way out, after their deadline ticks.
     /// Empty between calls of `fire_jobs`.
-    job_batch: Vec<(Job, u64)>,
+    job_batch: Vec<(u64, Job)>,
     /// When the parked messages were last taken.
     last_sweep: Instant,
 }
@@ -644,13 +645,12 @@ impl Driver {
         let shared = &*self.shared;
         let mut advance = self.jobs.advance(tick);
         loop {
-            self.job_batch
-                .extend((advance.by_ref().take(FIRE_BATCH)).map(|(deadline, job)| (job, deadline)));
+            self.job_batch.extend(advance.by_ref().take(FIRE_BATCH));
             if self.job_batch.is_empty() {
                 break;
             }
             shared.release_n(self.job_batch.len());
-            for (job, deadline) in self.job_batch.drain(..) {
+            for (deadline, job) in self.job_batch.drain(..) {
                 tally.fired(shared.clock.ns_past(started, deadline));
                 if !job.run() {
                     tally.panicked += 1;
