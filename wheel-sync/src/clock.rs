@@ -43,14 +43,19 @@ impl Clock {
     #[inline]
     pub(crate) fn tick_for(&self, deadline: Instant) -> u64 {
         let ns = self.ns_since_origin(deadline);
-        // The default tick divides by a constant: a multiplication, where a
-        // 64-bit division by a variable costs tens of cycles per schedule.
-        let ticks = if self.tick_ns == DEFAULT_TICK_NS {
-            ns.div_ceil(DEFAULT_TICK_NS)
+        self.by_tick(|tick_ns| ns.div_ceil(tick_ns)).min(MAX_TICK)
+    }
+
+    /// `divide(tick_ns)`, with the default tick passed as a constant: the
+    /// division then compiles to a multiplication, where a 64-bit division
+    /// by a variable costs tens of cycles per schedule.
+    #[inline(always)]
+    fn by_tick(&self, divide: impl Fn(u64) -> u64) -> u64 {
+        if self.tick_ns == DEFAULT_TICK_NS {
+            divide(DEFAULT_TICK_NS)
         } else {
-            ns.div_ceil(self.tick_ns)
-        };
-        ticks.min(MAX_TICK)
+            divide(self.tick_ns)
+        }
     }
 
     /// The tick `delay` from now, rounded up.
@@ -72,12 +77,7 @@ impl Clock {
     #[inline]
     pub(crate) fn tick_at(&self, t: Instant) -> u64 {
         let ns = self.ns_since_origin(t);
-        let ticks = if self.tick_ns == DEFAULT_TICK_NS {
-            ns / DEFAULT_TICK_NS
-        } else {
-            ns / self.tick_ns
-        };
-        ticks.min(MAX_TICK)
+        self.by_tick(|tick_ns| ns / tick_ns).min(MAX_TICK)
     }
 
     /// How far `t` is past the start of `tick`, in nanoseconds (0 if not);
