@@ -9,11 +9,15 @@
 //!   significant digit in which its deadline differs from `now`, in the slot
 //!   of its deadline's digit there; one whose deadline is ≤ `now` sits in
 //!   the due bucket.
-//! - A bucket is a list of chunks, each a `Vec` of capacity
-//!   [`BucketWheel::CHUNK`]; a push goes to the last one, or to a new one
-//!   if that is full. A bucket holds no empty chunk, so it is empty iff it
-//!   has no chunk. Emptied chunks go to a pool of at most [`SPARE_CHUNKS`]
-//!   for reuse; the rest are freed.
+//! - A bucket is a list of chunks, each a `Vec` that is never grown: a push
+//!   goes to the last one, or to a new one if that is full. A bucket's first
+//!   chunk holds [`BucketWheel::CHUNK`] timers and each new one twice the
+//!   last, up to `CHUNK << MAX_GROWTH`, so that a slot of a million timers
+//!   takes a few hundred allocations rather than thousands (each of which may
+//!   grow the allocator's heap by a system call). A bucket holds no empty
+//!   chunk, so it is empty iff it has no chunk. Emptied chunks go to a pool
+//!   with room for at most [`SPARE_UNITS`] `× CHUNK` timers, for reuse by
+//!   any bucket; the rest are freed.
 //! - A slot's occupied bit is set iff its bucket holds a timer, except for
 //!   the slot being staged (see `cascade_ahead`): its bit stays set while
 //!   its own bucket or the staged tables hold one.
@@ -33,9 +37,50 @@ const SLOTS: usize = 64;
 const LEVELS: usize = 11;
 type Geo = Geometry<SLOTS, LEVELS>;
 
-/// Emptied chunks kept for reuse; beyond this many they are freed, so a
-/// wheel that has fired a burst gives the memory back.
-const SPARE_CHUNKS: usize = 256;
+/// A bucket's chunks double in size up to `CHUNK << MAX_GROWTH` timers
+/// (64 KiB for a 24-byte value).
+const MAX_GROWTH: u32 = 4;
+
+/// Room, in first-chunk units, that emptied chunks kept for reuse may hold
+/// together (about 1 MiB); beyond it they are freed, so a wheel that has
+/// fired a burst gives the memory back.
+const SPARE_UNITS: usize = 256;
+
+/// Emptied chunks kept for reuse.
+struct Spare<T> {
+    chunks: Vec<Vec<(u64, T)>>,
+    /// The sum of their capacities.
+    room: usize,
+}
+
+impl<T> Spare<T> {
+    const EMPTY: Self = Self {
+        chunks: Vec::new(),
+        room: 0,
+    };
+
+    /// A chunk from the pool, whatever its size, or a new one of `capacity`.
+    #[inline]
+    fn take(&mut self, capacity: usize) -> Vec<(u64, T)> {
+        match self.chunks.pop() {
+            Some(chunk) => {
+                self.room -= chunk.capacity();
+                chunk
+            }
+            None => Vec::with_capacity(capacity),
+        }
+    }
+
+    /// Keeps an emptied chunk if the pool has room for it, or frees it.
+    #[inline]
+    fn give(&mut self, chunk: Vec<(u64, T)>) {
+        debug_assert!(chunk.is_empty());
+        if self.room + chunk.capacity() <= SPARE_UNITS * BucketWheel::<T>::CHUNK {
+            self.room += chunk.capacity();
+            self.chunks.push(chunk);
+        }
+    }
+}
 
 /// One slot's timers, `(deadline, value)`, in chunks.
 struct Bucket<T> {
@@ -81,7 +126,7 @@ impl<T> Tables<T> {
 
     /// Files `item` where its deadline belongs with the clock at `now`.
     #[inline(always)]
-    fn file(&mut self, spare: &mut Vec<Vec<(u64, T)>>, now: u64, item: (u64, T)) {
+    fn file(&mut self, spare: &mut Spare<T>, now: u64, item: (u64, T)) {
         let bucket = self.bucket_for(Geo::place(now, item.0));
         BucketWheel::push(spare, bucket, item);
     }
@@ -146,8 +191,7 @@ pub struct BucketWheel<T> {
     live: Tables<T>,
     /// The next slot to cascade, filed ahead of time; allocated on first use.
     staged: Option<Box<Staged<T>>>,
-    /// Empty chunks of capacity `CHUNK`.
-    spare: Vec<Vec<(u64, T)>>,
+    spare: Spare<T>,
 }
 
 impl<T> Default for BucketWheel<T> {
@@ -166,7 +210,9 @@ impl<T> fmt::Debug for BucketWheel<T> {
 }
 
 impl<T> BucketWheel<T> {
-    /// Timers per chunk: about 4 KiB of them, and at least 8.
+    /// Timers in a bucket's first chunk: about 4 KiB of them, and at least
+    /// 8. Each further chunk of the bucket holds twice as many as the last,
+    /// up to 16 × `CHUNK`.
     pub const CHUNK: usize = {
         let per = 4096 / core::mem::size_of::<(u64, T)>();
         if per < 8 {
@@ -200,7 +246,7 @@ impl<T> BucketWheel<T> {
             len: 0,
             live: Tables::new(),
             staged: None,
-            spare: Vec::new(),
+            spare: Spare::EMPTY,
         }
     }
 
@@ -260,27 +306,17 @@ impl<T> BucketWheel<T> {
     /// Appends `item` to `bucket`'s last chunk, or to a new one (from the
     /// pool if it has one) when that is full.
     #[inline(always)]
-    fn push(spare: &mut Vec<Vec<(u64, T)>>, bucket: &mut Bucket<T>, item: (u64, T)) {
+    fn push(spare: &mut Spare<T>, bucket: &mut Bucket<T>, item: (u64, T)) {
         if let Some(last) = bucket.chunks.last_mut() {
-            if last.len() < Self::CHUNK {
+            if last.len() < last.capacity() {
                 last.push(item);
                 return;
             }
         }
-        let mut chunk = spare
-            .pop()
-            .unwrap_or_else(|| Vec::with_capacity(Self::CHUNK));
+        let growth = bucket.chunks.len().min(MAX_GROWTH as usize);
+        let mut chunk = spare.take(Self::CHUNK << growth);
         chunk.push(item);
         bucket.chunks.push(chunk);
-    }
-
-    /// Gives an emptied chunk back to the pool, or frees it.
-    #[inline]
-    fn recycle(spare: &mut Vec<Vec<(u64, T)>>, chunk: Vec<(u64, T)>) {
-        debug_assert!(chunk.is_empty());
-        if spare.len() < SPARE_CHUNKS && chunk.capacity() == Self::CHUNK {
-            spare.push(chunk);
-        }
     }
 
     /// When to call [`advance`](Self::advance) next: `None` iff the wheel is
@@ -344,7 +380,7 @@ impl<T> BucketWheel<T> {
         let item = chunks.last_mut()?.pop();
         if chunks.last().is_some_and(Vec::is_empty) {
             let chunk = chunks.pop().unwrap_or_default();
-            Self::recycle(&mut self.spare, chunk);
+            self.spare.give(chunk);
         }
         self.len -= usize::from(item.is_some());
         item
@@ -394,7 +430,7 @@ impl<T> BucketWheel<T> {
             for item in chunk.drain(..) {
                 self.live.file(&mut self.spare, self.now, item);
             }
-            Self::recycle(&mut self.spare, chunk);
+            self.spare.give(chunk);
         }
     }
 
@@ -451,7 +487,7 @@ impl<T> BucketWheel<T> {
             moved += take;
             if chunk.is_empty() {
                 let chunk = bucket.chunks.pop().unwrap_or_default();
-                Self::recycle(&mut self.spare, chunk);
+                self.spare.give(chunk);
             }
         }
         moved
@@ -549,17 +585,17 @@ impl<T> BucketWheel<T> {
             "len is {} but {} timers are filed",
             self.len, count
         );
+        let room: usize = self.spare.chunks.iter().map(Vec::capacity).sum();
+        assert_eq!(room, self.spare.room, "spare room miscounted");
         assert!(
-            self.spare.len() <= SPARE_CHUNKS,
-            "{} spare chunks kept, over {SPARE_CHUNKS}",
-            self.spare.len()
+            room <= SPARE_UNITS * Self::CHUNK,
+            "{room} timers' room kept spare, over {SPARE_UNITS} × {}",
+            Self::CHUNK
         );
-        for chunk in &self.spare {
-            assert!(
-                chunk.is_empty() && chunk.capacity() == Self::CHUNK,
-                "bad spare chunk"
-            );
-        }
+        assert!(
+            self.spare.chunks.iter().all(Vec::is_empty),
+            "spare chunk holds timers"
+        );
     }
 
     /// Checks one set of tables placed relative to `now`; `kept` is a slot
@@ -569,10 +605,6 @@ impl<T> BucketWheel<T> {
         let mut check = |bucket: &Bucket<T>, place: Option<(usize, usize)>| {
             for chunk in &bucket.chunks {
                 assert!(!chunk.is_empty(), "empty chunk in {place:?}");
-                assert!(
-                    chunk.len() <= Self::CHUNK,
-                    "chunk over capacity in {place:?}"
-                );
                 for &(deadline, _) in chunk {
                     assert_eq!(
                         Geo::place(now, deadline),
@@ -652,5 +684,30 @@ impl<T> fmt::Debug for BucketAdvance<'_, T> {
         f.debug_struct("BucketAdvance")
             .field("target", &self.target)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bucket_s_chunks_double_up_to_the_cap() {
+        type W = BucketWheel<u64>;
+        let mut wheel = W::new();
+        let n = 100 * W::CHUNK as u64;
+        for value in 0..n {
+            wheel.insert(5_000 + value % 64, value); // all in one level-2 slot
+        }
+        let bucket = &wheel.live.buckets[2 * SLOTS + 1];
+        let capacities: Vec<usize> = bucket.chunks.iter().map(Vec::capacity).collect();
+        let cap = W::CHUNK << MAX_GROWTH;
+        assert_eq!(capacities[..6], [1, 2, 4, 8, 16, 16].map(|k| k * W::CHUNK));
+        assert!(capacities[5..].iter().all(|&c| c == cap), "{capacities:?}");
+        // 100 first-chunk units: 1+2+4+8 = 15, then ceil(85 / 16) = 6 more.
+        assert_eq!(capacities.len(), 4 + 6);
+        wheel.validate();
+        assert_eq!(wheel.advance(6_000).count() as u64, n);
+        wheel.validate();
     }
 }
