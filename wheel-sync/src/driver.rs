@@ -260,6 +260,7 @@ impl Shared {
     /// driver's from here on: it runs at its tick, or is dropped unrun if the
     /// service shuts down first (then, if it was pushed after the driver's
     /// last round, only when the queue goes).
+    #[inline]
     pub(crate) fn submit_job(&self, tick: u64, job: Job) {
         self.push(Message::Job(tick, job), tick);
     }
@@ -267,6 +268,7 @@ impl Shared {
     /// Pushes `message`, which the driver must have seen by tick `look_by`,
     /// and does a producer's part of the handshake; returns whether the
     /// service was found shut down after the push.
+    #[inline]
     fn push(&self, message: Message, look_by: u64) -> bool {
         let seq = self.producer.push(message);
         fence(Ordering::SeqCst);

@@ -154,6 +154,7 @@ impl<T> Shared<T> {
         usize::try_from(tail.saturating_sub(head)).unwrap_or(usize::MAX)
     }
 
+    #[inline]
     fn push(&self, value: T) -> u64 {
         let backoff = Backoff::new();
         // Allocated before claiming the last slot, so the install window stays short.
@@ -337,6 +338,7 @@ impl<T: Send> Producer<T> {
     /// assert_eq!(producer.clone().push('b'), 1);
     /// assert_eq!(consumer.pop(), Some('a'));
     /// ```
+    #[inline]
     pub fn push(&self, value: T) -> u64 {
         self.shared.push(value)
     }
