@@ -54,8 +54,16 @@ impl Clock {
         if self.tick_ns == DEFAULT_TICK_NS {
             divide(DEFAULT_TICK_NS)
         } else {
-            divide(self.tick_ns)
+            Self::by_other_tick(divide, self.tick_ns)
         }
+    }
+
+    /// The other branch of [`by_tick`](Self::by_tick), kept out of line:
+    /// inlined, LLVM saw that both branches divide by `tick_ns` and merged
+    /// them into the variable division.
+    #[inline(never)]
+    fn by_other_tick(divide: impl Fn(u64) -> u64, tick_ns: u64) -> u64 {
+        divide(tick_ns)
     }
 
     /// The tick `delay` from now, rounded up.
