@@ -105,9 +105,9 @@
 //! as a game server's delays: no ids, no cancel, and each slot keeps its
 //! timers by value in chunks that double from 4 KiB to 64 KiB. Filing is an
 //! append and a cascade reads memory in order, where [`Wheel`] follows a
-//! linked list through its slab; it keeps promises 1–6 above. With 4M timers of 0.5–15 s and 24-byte
-//! values it took them out about 4× faster than [`Wheel`], at 32 bytes a
-//! timer instead of 48.
+//! linked list through its slab; it keeps promises 1–6 above. With 4M
+//! timers of 0.5–15 s and 24-byte values it took them out about 4× faster
+//! than [`Wheel`], at 32 bytes a timer instead of 48.
 #![no_std]
 #![forbid(unsafe_code)]
 #![warn(clippy::std_instead_of_core, clippy::alloc_instead_of_core)]
