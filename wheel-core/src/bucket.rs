@@ -39,7 +39,7 @@ type Geo = Geometry<SLOTS, LEVELS>;
 
 /// A bucket's chunks double in size up to `CHUNK << MAX_GROWTH` timers
 /// (64 KiB for a 24-byte value).
-const MAX_GROWTH: u32 = 4;
+const MAX_GROWTH: usize = 4;
 
 /// Room, in first-chunk units, that emptied chunks kept for reuse may hold
 /// together (about 1 MiB); beyond it they are freed, so a wheel that has
@@ -313,7 +313,7 @@ impl<T> BucketWheel<T> {
                 return;
             }
         }
-        let growth = bucket.chunks.len().min(MAX_GROWTH as usize);
+        let growth = bucket.chunks.len().min(MAX_GROWTH);
         let mut chunk = spare.take(Self::CHUNK << growth);
         chunk.push(item);
         bucket.chunks.push(chunk);

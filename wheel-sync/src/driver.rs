@@ -494,7 +494,7 @@ pub(crate) struct Driver {
     /// Due timers on their way out of the wheel: entry, deadline tick, and
     /// the state word as first read. Empty between calls of `fire_due`.
     batch: Vec<(EntryRef, u64, u64)>,
-    /// Due detached callbacks on their way out, after their deadline ticks.
+    /// Due detached callbacks on their way out, each after its deadline tick.
     /// Empty between calls of `fire_jobs`.
     job_batch: Vec<(u64, Job)>,
     /// When the parked messages were last taken.
