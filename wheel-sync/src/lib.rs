@@ -62,6 +62,25 @@
 //!   would cost a context switch per request. A timer cancelled while still
 //!   queued never enters the wheel, and costs the driver one pop.
 //!
+//! # The global service
+//!
+//! [`sleep`], [`sleep_until`], [`timeout`] and [`timeout_at`] work on
+//! [`TimerService::global`], a service started on first use that lives as
+//! long as the process: what `tokio::time::sleep` is to a tokio runtime, with
+//! no runtime context to enter. Each thread goes through a clone of its own,
+//! so threads making sleeps this way never contend on one handle count.
+//!
+//! ```
+//! use std::time::Duration;
+//!
+//! # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+//! rt.block_on(async {
+//!     wheel_sync::sleep(Duration::from_millis(1)).await;
+//!     let reply = wheel_sync::timeout(Duration::from_secs(1), async { "pong" }).await;
+//!     assert_eq!(reply, Ok("pong"));
+//! });
+//! ```
+//!
 //! # Counting and limits
 //!
 //! [`TimerService::pending`] counts every live timer — callbacks, sleeps and
@@ -91,6 +110,8 @@
 mod clock;
 mod driver;
 mod entry;
+#[cfg(not(loom))]
+mod global;
 mod job;
 mod parked;
 pub mod queue;
@@ -107,6 +128,8 @@ use crate::driver::{Driver, Shared};
 use crate::entry::{Callback, EntryRef, ABANDONED, CANCELLED, FIRED, MAX_TICK};
 use crate::sync::{thread, Arc, Mutex};
 
+#[cfg(not(loom))]
+pub use crate::global::{sleep, sleep_until, timeout, timeout_at};
 pub use crate::sleep::{Elapsed, Sleep, Timeout};
 
 /// Why a timer was not scheduled.

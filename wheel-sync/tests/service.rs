@@ -924,6 +924,31 @@ fn a_handle_made_through_a_clone_keeps_the_service_alive() {
     );
 }
 
+/// A `Sleep` keeps its service in its timer's entry, which the driver's
+/// wheel also holds: dropping the `Sleep` must take the service out, or the
+/// entry would keep the driver alive forever.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_pending_sleep_is_a_handle_until_it_drops() {
+    let name = unique_thread_name();
+    let timers = TimerService::builder()
+        .thread_name(name.clone())
+        .build()
+        .unwrap();
+    let sleep = timers.sleep(HOUR);
+    // Filed in the wheel, so the driver holds the entry too.
+    assert!(wait_until(|| timers.stats().scheduled == 1));
+    drop(timers);
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(threads_named(&name), 1, "the sleep alone keeps it running");
+    assert!(!sleep.is_shut_down());
+    drop(sleep);
+    assert!(
+        wait_until(|| threads_named(&name) == 0),
+        "the driver outlived the last Sleep"
+    );
+}
+
 // ---------------------------------------------------------------------------
 // 8. Clock robustness: a stalled driver catches up.
 // ---------------------------------------------------------------------------

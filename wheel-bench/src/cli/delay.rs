@@ -53,16 +53,18 @@ fn wheel(args: &DelayArgs, progress: bool) -> Result<DelayOutcome, RunError> {
 }
 
 fn wheel_tasks(args: &DelayArgs, progress: bool) -> Result<DelayOutcome, RunError> {
-    // Leaked so each task borrows it, as each tokio task borrows its runtime's driver.
-    let service: &'static TimerService = Box::leak(Box::new(TimerService::builder().build()?));
+    // Started before the clock, as the tokio peer's runtime is built before it.
+    TimerService::global();
     let rt = tokio::runtime::Builder::new_multi_thread().build()?;
     let mut run = Run::start(args, Impl::WheelAsync, progress)?;
     let rec = run.rec;
     let draws = run.draws();
+    // The same task as the tokio peer's, with the global service in place of
+    // the runtime's timer.
     let spawner = rt.spawn(async move {
         for d in draws {
             tokio::spawn(async move {
-                service.sleep_until(rec.at(d)).await;
+                wheel_sync::sleep_until(rec.at(d)).await;
                 rec.fire(d);
             });
         }

@@ -1,0 +1,122 @@
+//! The process-wide service behind [`sleep`], [`sleep_until`], [`timeout`]
+//! and [`timeout_at`]: what `tokio::time::sleep` is to a tokio runtime, but
+//! under any executor and with no context to enter.
+
+use core::future::Future;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use crate::{Sleep, Timeout, TimerService};
+
+static GLOBAL: OnceLock<TimerService> = OnceLock::new();
+
+std::thread_local! {
+    /// This thread's clone of the global service: each clone counts the
+    /// handles made through it on a cache line of its own (see
+    /// [`TimerService`]), so threads making sleeps through the free functions
+    /// never contend on one count.
+    static HANDLE: TimerService = TimerService::global().clone();
+}
+
+impl TimerService {
+    /// The process-wide service, with the defaults (a 1 ms tick, no pending
+    /// limit), started on first use. Its driver thread lives as long as the
+    /// process; shutting it down ends it for every user, so leave it running.
+    ///
+    /// # Panics
+    /// On first use, if the OS cannot spawn the driver thread (as
+    /// [`TimerService::new`]).
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use wheel_sync::TimerService;
+    ///
+    /// let timers = TimerService::global();
+    /// let handle = timers.schedule(Duration::from_secs(60), || ()).unwrap();
+    /// assert!(handle.cancel());
+    /// ```
+    pub fn global() -> &'static TimerService {
+        GLOBAL.get_or_init(TimerService::new)
+    }
+}
+
+/// Runs `f` with this thread's handle on the global service (the global
+/// itself during thread teardown).
+fn with_global<R>(f: impl Fn(&TimerService) -> R) -> R {
+    HANDLE
+        .try_with(&f)
+        .unwrap_or_else(|_| f(TimerService::global()))
+}
+
+/// A future that completes after `delay`, on [`TimerService::global`].
+///
+/// # Panics
+/// As [`TimerService::global`].
+///
+/// # Examples
+/// ```
+/// use std::time::{Duration, Instant};
+///
+/// let start = Instant::now();
+/// # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+/// rt.block_on(wheel_sync::sleep(Duration::from_millis(2)));
+/// assert!(start.elapsed() >= Duration::from_millis(2));
+/// ```
+pub fn sleep(delay: Duration) -> Sleep {
+    with_global(|s| s.sleep(delay))
+}
+
+/// A future that completes at `deadline`, on [`TimerService::global`].
+///
+/// # Panics
+/// As [`TimerService::global`].
+///
+/// # Examples
+/// ```
+/// use std::time::{Duration, Instant};
+///
+/// let at = Instant::now() + Duration::from_millis(2);
+/// # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+/// rt.block_on(wheel_sync::sleep_until(at));
+/// assert!(Instant::now() >= at);
+/// ```
+pub fn sleep_until(deadline: Instant) -> Sleep {
+    with_global(|s| s.sleep_until(deadline))
+}
+
+/// Runs `future` with a deadline `delay` from now, on
+/// [`TimerService::global`].
+///
+/// # Panics
+/// As [`TimerService::global`].
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+///
+/// # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+/// let reply = rt.block_on(wheel_sync::timeout(Duration::from_secs(1), async { "pong" }));
+/// assert_eq!(reply, Ok("pong"));
+/// ```
+pub fn timeout<F: Future>(delay: Duration, future: F) -> Timeout<F> {
+    Timeout::new(future, sleep(delay))
+}
+
+/// Runs `future` with a deadline at `deadline`, on [`TimerService::global`].
+///
+/// # Panics
+/// As [`TimerService::global`].
+///
+/// # Examples
+/// ```
+/// use std::time::{Duration, Instant};
+///
+/// let deadline = Instant::now() + Duration::from_millis(2);
+/// # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+/// let never = std::future::pending::<()>();
+/// assert!(rt.block_on(wheel_sync::timeout_at(deadline, never)).is_err());
+/// ```
+pub fn timeout_at<F: Future>(deadline: Instant, future: F) -> Timeout<F> {
+    Timeout::new(future, sleep_until(deadline))
+}
