@@ -71,6 +71,17 @@ impl<T> Spare<T> {
         }
     }
 
+    /// Takes the last of `chunks` into the pool if it has been emptied, so
+    /// that no bucket holds an empty chunk.
+    #[inline]
+    fn reclaim_last(&mut self, chunks: &mut Vec<Vec<(u64, T)>>) {
+        if chunks.last().is_some_and(Vec::is_empty) {
+            if let Some(chunk) = chunks.pop() {
+                self.give(chunk);
+            }
+        }
+    }
+
     /// Keeps an emptied chunk if the pool has room for it, or frees it.
     #[inline]
     fn give(&mut self, chunk: Vec<(u64, T)>) {
@@ -378,10 +389,7 @@ impl<T> BucketWheel<T> {
     fn pop_due(&mut self) -> Option<(u64, T)> {
         let chunks = &mut self.live.due.chunks;
         let item = chunks.last_mut()?.pop();
-        if chunks.last().is_some_and(Vec::is_empty) {
-            let chunk = chunks.pop().unwrap_or_default();
-            self.spare.give(chunk);
-        }
+        self.spare.reclaim_last(chunks);
         self.len -= usize::from(item.is_some());
         item
     }
@@ -485,10 +493,7 @@ impl<T> BucketWheel<T> {
                 staged.tables.file(&mut self.spare, staged.start, item);
             }
             moved += take;
-            if chunk.is_empty() {
-                let chunk = bucket.chunks.pop().unwrap_or_default();
-                self.spare.give(chunk);
-            }
+            self.spare.reclaim_last(&mut bucket.chunks);
         }
         moved
     }
@@ -539,7 +544,8 @@ impl<T> BucketWheel<T> {
 
     /// Checks every internal invariant: bits match the buckets, each timer
     /// sits where its deadline calls for, no bucket holds an empty chunk,
-    /// the pool of spare chunks is within bounds, and the count adds up. O(timers); for tests and fuzzing.
+    /// the pool of spare chunks is within bounds, and the count adds up.
+    /// O(timers); for tests and fuzzing.
     ///
     /// # Panics
     /// If an invariant is broken, with a message naming it.

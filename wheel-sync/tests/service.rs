@@ -924,9 +924,9 @@ fn a_handle_made_through_a_clone_keeps_the_service_alive() {
     );
 }
 
-/// A `Sleep` keeps its service in its timer's entry, which the driver's
-/// wheel also holds: dropping the `Sleep` must take the service out, or the
-/// entry would keep the driver alive forever.
+/// A pending `Sleep` is a handle: its entry sits in the driver's wheel,
+/// but only the `Sleep` holds the service, so the driver runs while the
+/// `Sleep` lives and ends when it drops.
 #[cfg(target_os = "linux")]
 #[test]
 fn a_pending_sleep_is_a_handle_until_it_drops() {
