@@ -45,6 +45,7 @@
 //!   (taking a parked one back first), so none is stranded.
 
 use core::fmt;
+use core::task::Waker;
 use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
@@ -55,6 +56,7 @@ use crate::entry::{self, EntryRef, CANCELLED, FIRED, PENDING, SLOT_NEW, SLOT_OUT
 use crate::job::Job;
 use crate::parked::{self, Slots};
 use crate::queue::{Consumer, Producer};
+use crate::relay::Relay;
 use crate::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use crate::sync::{thread, Arc, Mutex};
 use crate::ScheduleError;
@@ -64,6 +66,9 @@ pub(crate) const BATCH: usize = if cfg!(loom) { 2 } else { 4096 };
 /// Due timers taken out of the wheel at a time before any of them fires
 /// (see [`Driver::fire_due`]).
 const FIRE_BATCH: usize = if cfg!(loom) { 2 } else { 32 };
+/// Fired sleeps' wakers collected before they are woken, at the latest (a
+/// round wakes what it collected when it ends).
+const WAKE_BATCH: usize = 1024;
 /// A sleeping driver is woken at least once per this many submissions.
 pub(crate) const WAKE_EVERY: u64 = if cfg!(loom) { 2 } else { 1024 };
 /// Producers check the backlog once per this many submissions.
@@ -113,6 +118,8 @@ pub(crate) struct Shared {
     /// and every `schedule` reads the fields above (a shared line cost 5–8 %
     /// of a producer's time in a 4M-timer burst).
     stats: CachePadded<DriverStats>,
+    /// Fired sleeps' wakers handed to a woken task (see `relay`).
+    pub(crate) relay: Relay,
 }
 
 /// Counters only the driver writes.
@@ -148,6 +155,7 @@ impl Shared {
             shutdown: AtomicBool::new(false),
             driver: Mutex::new(None),
             stats: CachePadded::default(),
+            relay: Relay::new(),
         });
         (shared, consumer)
     }
@@ -494,6 +502,9 @@ pub(crate) struct Driver {
     /// Due timers on their way out of the wheel: entry, deadline tick, and
     /// the state word as first read. Empty between calls of `fire_due`.
     batch: Vec<(EntryRef, u64, u64)>,
+    /// Wakers of the sleeps fired this round, woken through the relay.
+    /// Empty between calls of `fire_due`.
+    wakers: Vec<Waker>,
     /// Due detached callbacks on their way out, each after its deadline tick.
     /// Empty between calls of `fire_jobs`.
     job_batch: Vec<(u64, Job)>,
@@ -518,6 +529,7 @@ impl Driver {
             wheel: Box::new(Wheel::starting_at(now)),
             jobs: BucketWheel::starting_at(now),
             batch: Vec::with_capacity(FIRE_BATCH),
+            wakers: Vec::new(),
             job_batch: Vec::with_capacity(FIRE_BATCH),
             last_sweep: Instant::now(),
         }
@@ -620,7 +632,11 @@ impl Driver {
 
     /// Fires every timer due at or before the tick of `started`, in deadline
     /// order across both wheels; lateness is measured from `started`.
+    ///
+    /// The sleeps' wakers are woken through the relay; one the last round
+    /// handed over that no task took is woken here.
     fn fire_due(&mut self, started: Instant) {
+        self.shared.relay.wake_handed();
         let now = self.shared.clock.tick_at(started);
         let mut tally = Tally::default();
         // While both wheels hold due timers, take them a step at a time (the
@@ -636,6 +652,7 @@ impl Driver {
         // At most one of them has anything due now.
         self.fire_entries(now, started, &mut tally);
         self.fire_jobs(now, started, &mut tally);
+        self.shared.relay.dispatch(&mut self.wakers);
         tally.record(&self.shared.stats);
     }
 
@@ -701,9 +718,12 @@ impl Driver {
                 shared.release();
                 tally.fired(shared.clock.ns_past(started, deadline));
                 // SAFETY: `try_fire` won this arming's move to `FIRED`.
-                if !unsafe { entry.fire() } {
+                if !unsafe { entry.fire(&mut self.wakers) } {
                     tally.panicked += 1;
                 }
+            }
+            if self.wakers.len() >= WAKE_BATCH {
+                shared.relay.dispatch(&mut self.wakers);
             }
         }
     }
@@ -808,11 +828,18 @@ impl Driver {
 
     /// The tick to wake at: the next expiration, or a nap's end after a
     /// busy round on an empty wheel; `None` to sleep until woken.
+    /// A batch of wakers handed to a task that has not taken it brings the
+    /// plan forward to the next tick, when the driver wakes them itself.
     fn plan(&self, busy: bool) -> Option<u64> {
-        match self.next_expiration() {
+        let plan = match self.next_expiration() {
             None if busy => Some(self.shared.clock.tick_after(RECLAIM_EVERY)),
             next => next,
+        };
+        if !self.shared.relay.is_handed() {
+            return plan;
         }
+        let soon = self.shared.clock.now_tick().saturating_add(1);
+        Some(plan.map_or(soon, |tick| tick.min(soon)))
     }
 
     /// Whether sleeping from `now` until `plan` outlasts [`parked::SWEEP_EVERY`].
@@ -828,6 +855,7 @@ impl Driver {
 
     /// Files what is still queued, then abandons every pending timer.
     fn abandon_all(mut self) -> usize {
+        self.shared.relay.wake_handed();
         self.sweep(Instant::now());
         while self.file_submissions(usize::MAX) > 0 {}
         let shared = &*self.shared;

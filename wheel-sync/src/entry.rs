@@ -55,13 +55,15 @@ pub(crate) struct Finished {
 
 /// What happens when a timer fires.
 pub(crate) trait Action: Send + Sync + 'static {
-    /// Runs the callback or wakes the task. Returns `false` if it panicked.
+    /// Runs the callback, or adds the task's waker to `wakers` for the
+    /// driver to wake with the rest of its round. Returns `false` if the
+    /// callback panicked.
     ///
     /// # Safety
     /// Only the thread that won this arming's move out of `PENDING` (to
     /// `FIRED`) calls it, so calls for one arming never overlap and `fire`
     /// and `abandon` are never both called for it.
-    unsafe fn fire(&self) -> bool;
+    unsafe fn fire(&self, wakers: &mut Vec<Waker>) -> bool;
     /// The timer will never fire: wake a waiting task so it can see that.
     ///
     /// # Safety
@@ -72,7 +74,7 @@ pub(crate) trait Action: Send + Sync + 'static {
 /// The operations on an entry whose action type has been erased: one table
 /// per action type, pointed at by every entry of that type.
 struct VTable {
-    fire: unsafe fn(NonNull<Entry>) -> bool,
+    fire: unsafe fn(NonNull<Entry>, &mut Vec<Waker>) -> bool,
     abandon: unsafe fn(NonNull<Entry>),
     free: unsafe fn(NonNull<Entry>),
 }
@@ -113,10 +115,10 @@ impl<A: Action> Inner<A> {
 
     /// # Safety
     /// `entry` heads a live `Inner<A>`, and [`Action::fire`]'s contract holds.
-    unsafe fn fire(entry: NonNull<Entry>) -> bool {
+    unsafe fn fire(entry: NonNull<Entry>, wakers: &mut Vec<Waker>) -> bool {
         // SAFETY: the caller promises an `Inner<A>` behind the pointer, and
         // the header is its first field (`repr(C)`); fire's contract is passed on.
-        unsafe { entry.cast::<Self>().as_ref().action.fire() }
+        unsafe { entry.cast::<Self>().as_ref().action.fire(wakers) }
     }
 
     /// # Safety
@@ -207,11 +209,11 @@ impl<A> EntryRef<A> {
     /// # Safety
     /// [`Action::fire`]'s contract: the caller won this arming's move to `FIRED`.
     #[inline]
-    pub(crate) unsafe fn fire(&self) -> bool {
+    pub(crate) unsafe fn fire(&self, wakers: &mut Vec<Waker>) -> bool {
         // SAFETY: `vtable` is the table of the action this entry heads; the
         // pointer is the allocation's own, valid for all of it; the caller
         // keeps fire's contract.
-        unsafe { (self.vtable.fire)(self.ptr) }
+        unsafe { (self.vtable.fire)(self.ptr, wakers) }
     }
 
     /// Runs the action's [`Action::abandon`].
@@ -441,7 +443,7 @@ impl<F> Callback<F> {
 unsafe impl<F: Send> Sync for Callback<F> {}
 
 impl<F: FnOnce() + Send + 'static> Action for Callback<F> {
-    unsafe fn fire(&self) -> bool {
+    unsafe fn fire(&self, _: &mut Vec<Waker>) -> bool {
         // SAFETY: `Action::fire`'s contract is this one's.
         match unsafe { self.take() } {
             Some(f) => catch_unwind(AssertUnwindSafe(f)).is_ok(),
@@ -470,23 +472,22 @@ impl Wake {
         }
     }
 
-    fn wake(&self) {
-        let waker = self.0.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some(waker) = waker {
-            waker.wake();
-        }
+    fn take(&self) -> Option<Waker> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
 }
 
 impl Action for Wake {
     // Safe to call at any time: the waker sits behind a lock.
-    unsafe fn fire(&self) -> bool {
-        self.wake();
+    unsafe fn fire(&self, wakers: &mut Vec<Waker>) -> bool {
+        wakers.extend(self.take());
         true
     }
 
     unsafe fn abandon(&self) {
-        self.wake();
+        if let Some(waker) = self.take() {
+            waker.wake();
+        }
     }
 }
 
@@ -558,13 +559,34 @@ mod tests {
         let word = driver.word_relaxed();
         assert!(driver.try_fire(word, 7));
         // SAFETY: `try_fire` just won the move to `FIRED`.
-        assert!(unsafe { driver.fire() });
+        assert!(unsafe { driver.fire(&mut Vec::new()) });
         assert_eq!(ran.load(Ordering::Relaxed), 1);
         assert_eq!(dropped.load(Ordering::Relaxed), 1, "dropped after its run");
         assert!(!driver.try_fire(driver.word_relaxed(), 7), "fires once");
         assert!(owner.cancel().is_none(), "too late to cancel");
         drop((owner, driver));
         assert_eq!(dropped.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn firing_a_sleep_hands_its_waker_to_the_driver_unwoken() {
+        struct Count(AtomicUsize);
+        impl std::task::Wake for Count {
+            fn wake(self: StdArc<Self>) {
+                self.0.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let count = StdArc::new(Count(AtomicUsize::new(0)));
+        let (owner, driver) = EntryRef::new(7, Wake::default());
+        owner.action().register(&Waker::from(count.clone()));
+        assert!(driver.try_fire(driver.word_relaxed(), 7));
+        let mut wakers = Vec::new();
+        // SAFETY: `try_fire` just won the move to `FIRED`.
+        assert!(unsafe { driver.fire(&mut wakers) });
+        assert_eq!(count.0.load(Ordering::Relaxed), 0, "the driver wakes it");
+        assert_eq!(wakers.len(), 1);
+        wakers.pop().unwrap().wake();
+        assert_eq!(count.0.load(Ordering::Relaxed), 1);
     }
 
     #[test]
@@ -597,7 +619,7 @@ mod tests {
         drop(message);
         assert!(entry.try_fire(entry.word_relaxed(), 1));
         // SAFETY: `try_fire` just won the move to `FIRED`.
-        assert!(!unsafe { entry.fire() });
+        assert!(!unsafe { entry.fire(&mut Vec::new()) });
         assert_eq!(dropped.load(Ordering::Relaxed), 1);
     }
 

@@ -50,6 +50,14 @@
 //!   and wakes due futures, then parks until the next expiration (at most
 //!   100 ms, to free cancelled entries), or indefinitely when there is none
 //!   and nothing arrived in the last nap: no idle ticking.
+//! - **Wakes**: when several sleeps fire in one round, the driver wakes one
+//!   of their tasks and hands it the other wakers. The next `Sleep` polled
+//!   or dropped, usually that task's, wakes them from its own thread, where a
+//!   work-stealing executor such as tokio's takes them as local wakes into
+//!   that worker's queue rather than as remote ones, each through its shared
+//!   queue and often with an unpark. A handed batch that no task takes
+//!   (its task is never polled) is woken by the driver itself at its next
+//!   round, at most one tick later.
 //! - **Time**: deadlines round *up* to the tick (1 ms by default) and the
 //!   clock rounds down, so nothing fires early; under light load a timer
 //!   fires within about one tick of its deadline. After a stall, everything
@@ -115,6 +123,7 @@ mod global;
 mod job;
 mod parked;
 pub mod queue;
+mod relay;
 mod sleep;
 mod sync;
 

@@ -148,7 +148,10 @@ impl Sleep {
 impl Future for Sleep {
     type Output = ();
 
+    /// Also wakes the sleeps that fired in one round with this one, if the
+    /// driver handed their wakers over (see "Wakes" in the crate docs).
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        self.service.shared().relay.wake_handed();
         let poll_state = |state| match state {
             FIRED => Poll::Ready(()),
             ABANDONED => {
@@ -169,7 +172,9 @@ impl Future for Sleep {
 impl Drop for Sleep {
     fn drop(&mut self) {
         let entry = &self.entry;
-        self.service.shared().cancel(entry, || entry.erased());
+        let shared = self.service.shared();
+        shared.relay.wake_handed();
+        shared.cancel(entry, || entry.erased());
     }
 }
 

@@ -6,10 +6,10 @@
 //! because the models are integration tests, which build this crate without `cfg(test)`.
 
 #[cfg(not(loom))]
-pub(crate) use std::sync::{Arc, Mutex};
+pub(crate) use std::sync::{Arc, Mutex, MutexGuard};
 
 #[cfg(loom)]
-pub(crate) use loom::sync::{Arc, Mutex};
+pub(crate) use loom::sync::{Arc, Mutex, MutexGuard};
 
 /// Atomic integers, pointers and fences.
 pub(crate) mod atomic {

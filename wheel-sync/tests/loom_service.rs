@@ -5,7 +5,8 @@
 //! hour away, so every `schedule(HOUR)` here parks) displacing each other,
 //! retracted by a cancel, swept by the driver, abandoned at shutdown, and
 //! detached callbacks (no entry: queued and filed by value) fired, or
-//! dropped unrun by a racing shutdown, and a parked `Sleep` reset earlier.
+//! dropped unrun by a racing shutdown, a parked `Sleep` reset earlier, and
+//! sleeps fired in one round, woken through the relay.
 //!
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p wheel-sync --release --test loom_service`
 //!
@@ -187,6 +188,23 @@ fn sleep_wake_is_not_lost() {
         let timers = TimerService::new();
         loom::future::block_on(timers.sleep_until(past()));
         // The driver counts the timer out right after it marks it fired.
+        wait_until(|| timers.pending() == 0);
+        timers.shutdown().unwrap();
+    });
+}
+
+#[test]
+fn sleeps_fired_together_all_complete() {
+    // Fired in one round, one task is woken by the driver and wakes the
+    // other when it polls; fired in two, each is woken by the driver.
+    model(|| {
+        let timers = TimerService::new();
+        let other = {
+            let timers = timers.clone();
+            thread::spawn(move || loom::future::block_on(timers.sleep_until(past())))
+        };
+        loom::future::block_on(timers.sleep_until(past()));
+        other.join().unwrap();
         wait_until(|| timers.pending() == 0);
         timers.shutdown().unwrap();
     });

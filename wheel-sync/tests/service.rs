@@ -246,6 +246,34 @@ fn sleeps_never_complete_early() {
     assert_eq!(timers.pending(), 0);
 }
 
+#[test]
+fn sleeps_fired_in_one_round_are_all_woken_though_none_is_polled_again() {
+    // One deadline, so one round fires them all: the driver wakes one and
+    // hands the others to it. Polled once each and never again, none can
+    // take the batch: the driver must wake them itself.
+    let timers = TimerService::new();
+    let deadline = Instant::now() + Duration::from_millis(20);
+    let mut sleeps: Vec<_> = (0..64)
+        .map(|_| {
+            let (count, waker) = counting_waker();
+            let mut sleep = Box::pin(timers.sleep_until(deadline));
+            assert!(poll_once(&mut sleep, &waker).is_pending());
+            (sleep, count)
+        })
+        .collect();
+    assert!(
+        wait_until(|| sleeps.iter().all(|(_, count)| count.count() == 1)),
+        "woken: {} of 64",
+        sleeps.iter().filter(|(_, count)| count.count() > 0).count()
+    );
+    assert!(Instant::now() >= deadline);
+    for (sleep, count) in &mut sleeps {
+        let waker = Waker::from(count.clone());
+        assert!(poll_once(sleep, &waker).is_ready());
+    }
+    assert_eq!(timers.pending(), 0);
+}
+
 // ---------------------------------------------------------------------------
 // 2. Exactly once: cancel() is true iff the callback never runs.
 // ---------------------------------------------------------------------------
