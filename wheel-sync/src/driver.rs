@@ -547,9 +547,12 @@ impl Driver {
             }
             let mut filed = self.file_submissions(BATCH);
             let now = Instant::now();
-            if now.saturating_duration_since(self.last_sweep) >= parked::SWEEP_EVERY
-                || self.shared.sweep_asked()
-            {
+            // Not by the clock under loom: whether 10 ms passed between two
+            // rounds would make two runs of one interleaving differ (loom
+            // then aborts the model). Sweeps before long sleeps remain.
+            let sweep_due = !cfg!(loom)
+                && now.saturating_duration_since(self.last_sweep) >= parked::SWEEP_EVERY;
+            if sweep_due || self.shared.sweep_asked() {
                 filed += self.sweep(now);
             }
             self.fire_due(now);
@@ -828,6 +831,7 @@ impl Driver {
 
     /// The tick to wake at: the next expiration, or a nap's end after a
     /// busy round on an empty wheel; `None` to sleep until woken.
+    ///
     /// A batch of wakers handed to a task that has not taken it brings the
     /// plan forward to the next tick, when the driver wakes them itself.
     fn plan(&self, busy: bool) -> Option<u64> {
@@ -835,7 +839,9 @@ impl Driver {
             None if busy => Some(self.shared.clock.tick_after(RECLAIM_EVERY)),
             next => next,
         };
-        if !self.shared.relay.is_handed() {
+        // Not under loom, which has no clock: whether the next tick had
+        // begun by the park would make runs differ; the models' tasks poll.
+        if cfg!(loom) || !self.shared.relay.is_handed() {
             return plan;
         }
         let soon = self.shared.clock.now_tick().saturating_add(1);
