@@ -18,6 +18,8 @@
 //! - Nothing waits on a task that is never polled: the driver takes a
 //!   handed batch itself at its next round, and plans that round no later
 //!   than the next tick.
+//! - A taker whose waker panics hands the wakers it has not woken back
+//!   as it unwinds.
 
 use core::task::Waker;
 
@@ -82,7 +84,17 @@ impl Relay {
             return; // another thread took it
         }
         let mut taken = core::mem::take(&mut *self.lock());
-        taken.drain(..).for_each(Waker::wake);
+        // In deadline order, popping from the back.
+        taken.reverse();
+        let mut waking = Waking {
+            relay: self,
+            left: taken,
+        };
+        while let Some(waker) = waking.left.pop() {
+            waker.wake();
+        }
+        let taken = core::mem::take(&mut waking.left);
+        drop(waking);
         // Give the capacity back for the driver's next batch.
         let mut wakers = self.lock();
         if wakers.capacity() == 0 {
@@ -90,8 +102,33 @@ impl Relay {
         }
     }
 
+    /// Hands `wakers` (reversed: the next to wake last) back for another
+    /// taker.
+    #[cold]
+    fn hand_back(&self, wakers: &mut Vec<Waker>) {
+        wakers.reverse();
+        self.lock().append(wakers);
+        self.handed.store(true, Ordering::Release);
+    }
+
     fn lock(&self) -> crate::sync::MutexGuard<'_, Vec<Waker>> {
         self.wakers.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The wakers a taker has yet to wake. Should one of them panic, the
+/// rest are handed back as it unwinds, for the next `Sleep` polled or the
+/// driver's next round: none is lost.
+struct Waking<'a> {
+    relay: &'a Relay,
+    left: Vec<Waker>,
+}
+
+impl Drop for Waking<'_> {
+    fn drop(&mut self) {
+        if !self.left.is_empty() {
+            self.relay.hand_back(&mut self.left);
+        }
     }
 }
 
@@ -159,6 +196,32 @@ mod tests {
         relay.wake_handed();
         assert_eq!(woken(&first), [1, 1, 1]);
         assert_eq!(woken(&second), [1, 1]);
+    }
+
+    /// Panics when woken.
+    struct Panics;
+
+    impl Wake for Panics {
+        fn wake(self: Arc<Self>) {
+            panic!("a waker panics");
+        }
+    }
+
+    #[test]
+    fn a_panicking_waker_hands_the_rest_back() {
+        let relay = Relay::new();
+        let (counts, mut fired) = wakers(4);
+        // Woken in deadline order: two, the panicking one, then two more.
+        fired.insert(2, Waker::from(Arc::new(Panics)));
+        relay.dispatch(&mut fired);
+        assert_eq!(woken(&counts), [0, 0, 0, 1], "the last is the first woken");
+        let caught = std::panic::catch_unwind(|| relay.wake_handed());
+        assert!(caught.is_err());
+        assert_eq!(woken(&counts), [1, 1, 0, 1]);
+        assert!(relay.is_handed(), "the rest handed back");
+        relay.wake_handed();
+        assert_eq!(woken(&counts), [1, 1, 1, 1]);
+        assert!(!relay.is_handed());
     }
 
     #[test]
