@@ -66,10 +66,24 @@ impl Clock {
         divide(tick_ns)
     }
 
+    /// Now, as the driver and the clock's own reads see it. Under loom,
+    /// which has no clock, it stays at the origin: a model's deadlines are
+    /// in the past or an hour away, and how fast the machine runs an
+    /// interleaving cannot change what the driver does in it (loom aborts
+    /// a model whose runs of one interleaving differ).
+    #[inline]
+    pub(crate) fn now(&self) -> Instant {
+        if cfg!(loom) {
+            self.origin
+        } else {
+            Instant::now()
+        }
+    }
+
     /// The tick `delay` from now, rounded up.
     #[inline]
     pub(crate) fn tick_after(&self, delay: Duration) -> u64 {
-        match Instant::now().checked_add(delay) {
+        match self.now().checked_add(delay) {
             Some(deadline) => self.tick_for(deadline),
             None => MAX_TICK,
         }
@@ -78,7 +92,7 @@ impl Clock {
     /// The last tick that has begun.
     #[inline]
     pub(crate) fn now_tick(&self) -> u64 {
-        self.tick_at(Instant::now())
+        self.tick_at(self.now())
     }
 
     /// The last tick begun at `t`.

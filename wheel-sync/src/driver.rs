@@ -523,6 +523,7 @@ impl fmt::Debug for Driver {
 impl Driver {
     pub(crate) fn new(shared: Arc<Shared>, consumer: Consumer<Message>) -> Self {
         let now = shared.clock.now_tick();
+        let last_sweep = shared.clock.now();
         Self {
             shared,
             consumer,
@@ -531,7 +532,7 @@ impl Driver {
             batch: Vec::with_capacity(FIRE_BATCH),
             wakers: Vec::new(),
             job_batch: Vec::with_capacity(FIRE_BATCH),
-            last_sweep: Instant::now(),
+            last_sweep,
         }
     }
 
@@ -546,13 +547,10 @@ impl Driver {
                 return self.abandon_all();
             }
             let mut filed = self.file_submissions(BATCH);
-            let now = Instant::now();
-            // Not by the clock under loom: whether 10 ms passed between two
-            // rounds would make two runs of one interleaving differ (loom
-            // then aborts the model). Sweeps before long sleeps remain.
-            let sweep_due = !cfg!(loom)
-                && now.saturating_duration_since(self.last_sweep) >= parked::SWEEP_EVERY;
-            if sweep_due || self.shared.sweep_asked() {
+            let now = self.shared.clock.now();
+            if now.saturating_duration_since(self.last_sweep) >= parked::SWEEP_EVERY
+                || self.shared.sweep_asked()
+            {
                 filed += self.sweep(now);
             }
             self.fire_due(now);
@@ -747,7 +745,7 @@ impl Driver {
             let Some(due) = self.shared.clock.instant_of(next) else {
                 return;
             };
-            if due.saturating_duration_since(Instant::now()) < AHEAD_MARGIN {
+            if due.saturating_duration_since(self.shared.clock.now()) < AHEAD_MARGIN {
                 return;
             }
             if self.wheel.cascade_ahead(AHEAD_CHUNK) == 0
@@ -785,7 +783,7 @@ impl Driver {
     /// handshake as a submission).
     fn park(&mut self, busy: bool) -> bool {
         let mut busy = busy;
-        let now = Instant::now();
+        let now = self.shared.clock.now();
         let (plan, long) = loop {
             let plan = self.plan(busy);
             let long = self.sleeps_long(plan, now);
@@ -813,7 +811,7 @@ impl Driver {
                     // Timers pending: wake at least every RECLAIM_EVERY, so a
                     // cancelled timer is freed then, with no wake-up paid by
                     // the thread that cancelled it.
-                    let now = Instant::now();
+                    let now = self.shared.clock.now();
                     let cap = now + RECLAIM_EVERY;
                     let at = shared
                         .clock
@@ -839,9 +837,7 @@ impl Driver {
             None if busy => Some(self.shared.clock.tick_after(RECLAIM_EVERY)),
             next => next,
         };
-        // Not under loom, which has no clock: whether the next tick had
-        // begun by the park would make runs differ; the models' tasks poll.
-        if cfg!(loom) || !self.shared.relay.is_handed() {
+        if !self.shared.relay.is_handed() {
             return plan;
         }
         let soon = self.shared.clock.now_tick().saturating_add(1);
@@ -862,7 +858,7 @@ impl Driver {
     /// Files what is still queued, then abandons every pending timer.
     fn abandon_all(mut self) -> usize {
         self.shared.relay.wake_handed();
-        self.sweep(Instant::now());
+        self.sweep(self.shared.clock.now());
         while self.file_submissions(usize::MAX) > 0 {}
         let shared = &*self.shared;
         let mut unfired = 0;

@@ -247,7 +247,9 @@ pub struct Stats {
     pub fired: u64,
     /// Timers cancelled (including dropped futures).
     pub cancelled: u64,
-    /// Callbacks that panicked; the driver caught the panic and carried on.
+    /// Callbacks that panicked, and wakers of fired futures that panicked
+    /// when woken; the panic was caught and counted, and the driver (or the
+    /// task that was waking them) carried on.
     pub panicked: u64,
     /// Live timers now.
     pub pending: usize,
@@ -744,7 +746,7 @@ impl TimerService {
             scheduled: load(&driver.scheduled) + retracted,
             fired,
             cancelled: load(&driver.cancelled) + retracted,
-            panicked: load(&driver.panicked),
+            panicked: load(&driver.panicked) + shared.relay.panicked(),
             pending: shared.pending(),
             max_lateness: Duration::from_nanos(load(&driver.lateness_max_ns)),
             mean_lateness: Duration::from_nanos(mean_ns),

@@ -18,14 +18,16 @@
 //! - Nothing waits on a task that is never polled: the driver takes a
 //!   handed batch itself at its next round, and plans that round no later
 //!   than the next tick.
-//! - A taker whose waker panics hands the wakers it has not woken back
-//!   as it unwinds.
+//! - A waker that panics when woken, by the driver or by a taker, is
+//!   counted and the panic caught: it neither stops the driver nor fails
+//!   the task whose poll took the batch, and the rest are still woken.
 
 use core::task::Waker;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crossbeam_utils::CachePadded;
 
-use crate::sync::atomic::{AtomicBool, Ordering};
+use crate::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use crate::sync::Mutex;
 
 /// The wakers the driver handed to a woken task.
@@ -33,6 +35,8 @@ pub(crate) struct Relay {
     /// Read by every `Sleep` poll and drop: a line of its own.
     handed: CachePadded<AtomicBool>,
     wakers: Mutex<Vec<Waker>>,
+    /// Wakers that panicked when woken.
+    panicked: AtomicU64,
 }
 
 impl Relay {
@@ -40,6 +44,7 @@ impl Relay {
         Self {
             handed: CachePadded::new(AtomicBool::new(false)),
             wakers: Mutex::new(Vec::new()),
+            panicked: AtomicU64::new(0),
         }
     }
 
@@ -47,7 +52,7 @@ impl Relay {
     /// through the relay when there are more than one.
     pub(crate) fn dispatch(&self, fired: &mut Vec<Waker>) {
         if fired.len() < 2 {
-            fired.drain(..).for_each(Waker::wake);
+            fired.drain(..).for_each(|waker| self.wake(waker));
             return;
         }
         let Some(first) = fired.pop() else { return };
@@ -62,7 +67,7 @@ impl Relay {
             }
         }
         self.handed.store(true, Ordering::Release);
-        first.wake();
+        self.wake(first);
     }
 
     /// Wakes what was handed and not yet woken; cheap when nothing is.
@@ -78,23 +83,18 @@ impl Relay {
         self.handed.load(Ordering::Relaxed)
     }
 
+    /// Wakers that panicked when woken (each was counted and carried on from).
+    pub(crate) fn panicked(&self) -> u64 {
+        self.panicked.load(Ordering::Relaxed)
+    }
+
     #[cold]
     fn take_and_wake(&self) {
         if !self.handed.swap(false, Ordering::Acquire) {
             return; // another thread took it
         }
         let mut taken = core::mem::take(&mut *self.lock());
-        // In deadline order, popping from the back.
-        taken.reverse();
-        let mut waking = Waking {
-            relay: self,
-            left: taken,
-        };
-        while let Some(waker) = waking.left.pop() {
-            waker.wake();
-        }
-        let taken = core::mem::take(&mut waking.left);
-        drop(waking);
+        taken.drain(..).for_each(|waker| self.wake(waker));
         // Give the capacity back for the driver's next batch.
         let mut wakers = self.lock();
         if wakers.capacity() == 0 {
@@ -102,33 +102,15 @@ impl Relay {
         }
     }
 
-    /// Hands `wakers` (reversed: the next to wake last) back for another
-    /// taker.
-    #[cold]
-    fn hand_back(&self, wakers: &mut Vec<Waker>) {
-        wakers.reverse();
-        self.lock().append(wakers);
-        self.handed.store(true, Ordering::Release);
+    /// Wakes `waker`, catching and counting a panic.
+    fn wake(&self, waker: Waker) {
+        if catch_unwind(AssertUnwindSafe(|| waker.wake())).is_err() {
+            self.panicked.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     fn lock(&self) -> crate::sync::MutexGuard<'_, Vec<Waker>> {
         self.wakers.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-/// The wakers a taker has yet to wake. Should one of them panic, the
-/// rest are handed back as it unwinds, for the next `Sleep` polled or the
-/// driver's next round: none is lost.
-struct Waking<'a> {
-    relay: &'a Relay,
-    left: Vec<Waker>,
-}
-
-impl Drop for Waking<'_> {
-    fn drop(&mut self) {
-        if !self.left.is_empty() {
-            self.relay.hand_back(&mut self.left);
-        }
     }
 }
 
@@ -208,20 +190,18 @@ mod tests {
     }
 
     #[test]
-    fn a_panicking_waker_hands_the_rest_back() {
+    fn a_panicking_waker_is_counted_and_the_rest_are_woken() {
         let relay = Relay::new();
         let (counts, mut fired) = wakers(4);
-        // Woken in deadline order: two, the panicking one, then two more.
         fired.insert(2, Waker::from(Arc::new(Panics)));
         relay.dispatch(&mut fired);
         assert_eq!(woken(&counts), [0, 0, 0, 1], "the last is the first woken");
-        let caught = std::panic::catch_unwind(|| relay.wake_handed());
-        assert!(caught.is_err());
-        assert_eq!(woken(&counts), [1, 1, 0, 1]);
-        assert!(relay.is_handed(), "the rest handed back");
         relay.wake_handed();
         assert_eq!(woken(&counts), [1, 1, 1, 1]);
-        assert!(!relay.is_handed());
+        assert_eq!(relay.panicked(), 1);
+        // Woken directly by the driver, too.
+        relay.dispatch(&mut vec![Waker::from(Arc::new(Panics))]);
+        assert_eq!(relay.panicked(), 2);
     }
 
     #[test]

@@ -274,6 +274,42 @@ fn sleeps_fired_in_one_round_are_all_woken_though_none_is_polled_again() {
     assert_eq!(timers.pending(), 0);
 }
 
+/// Panics when woken.
+struct PanicsOnWake;
+
+impl Wake for PanicsOnWake {
+    fn wake(self: Arc<Self>) {
+        panic!("this waker panics");
+    }
+}
+
+#[test]
+fn a_panicking_waker_is_counted_and_the_driver_carries_on() {
+    let timers = TimerService::new();
+    let bad = Waker::from(Arc::new(PanicsOnWake));
+    let mut alone = Box::pin(timers.sleep(Duration::from_millis(1)));
+    assert!(poll_once(&mut alone, &bad).is_pending());
+    assert!(wait_until(|| timers.stats().panicked == 1));
+    // In a round with others, whoever wakes it: they are all still woken.
+    let deadline = Instant::now() + Duration::from_millis(20);
+    let mut with_others = Box::pin(timers.sleep_until(deadline));
+    assert!(poll_once(&mut with_others, &bad).is_pending());
+    let others: Vec<_> = (0..8)
+        .map(|_| {
+            let (count, waker) = counting_waker();
+            let mut sleep = Box::pin(timers.sleep_until(deadline));
+            assert!(poll_once(&mut sleep, &waker).is_pending());
+            (sleep, count)
+        })
+        .collect();
+    assert!(wait_until(|| others
+        .iter()
+        .all(|(_, count)| count.count() == 1)));
+    assert!(wait_until(|| timers.stats().panicked == 2));
+    block_on(timers.sleep(Duration::from_millis(1)));
+    assert_eq!(timers.stats().fired, 11);
+}
+
 // ---------------------------------------------------------------------------
 // 2. Exactly once: cancel() is true iff the callback never runs.
 // ---------------------------------------------------------------------------
