@@ -246,6 +246,23 @@ fn sleeps_never_complete_early() {
     assert_eq!(timers.pending(), 0);
 }
 
+/// `n` sleeps until `deadline`, each polled once (pending) with a counting
+/// waker of its own.
+fn polled_once(
+    timers: &TimerService,
+    deadline: Instant,
+    n: usize,
+) -> Vec<(Pin<Box<wheel_sync::Sleep>>, Arc<CountingWaker>)> {
+    (0..n)
+        .map(|_| {
+            let (count, waker) = counting_waker();
+            let mut sleep = Box::pin(timers.sleep_until(deadline));
+            assert!(poll_once(&mut sleep, &waker).is_pending());
+            (sleep, count)
+        })
+        .collect()
+}
+
 #[test]
 fn sleeps_fired_in_one_round_are_all_woken_though_none_is_polled_again() {
     // One deadline, so one round fires them all: the driver wakes one and
@@ -253,14 +270,7 @@ fn sleeps_fired_in_one_round_are_all_woken_though_none_is_polled_again() {
     // take the batch: the driver must wake them itself.
     let timers = TimerService::new();
     let deadline = Instant::now() + Duration::from_millis(20);
-    let mut sleeps: Vec<_> = (0..64)
-        .map(|_| {
-            let (count, waker) = counting_waker();
-            let mut sleep = Box::pin(timers.sleep_until(deadline));
-            assert!(poll_once(&mut sleep, &waker).is_pending());
-            (sleep, count)
-        })
-        .collect();
+    let mut sleeps = polled_once(&timers, deadline, 64);
     assert!(
         wait_until(|| sleeps.iter().all(|(_, count)| count.count() == 1)),
         "woken: {} of 64",
@@ -294,14 +304,7 @@ fn a_panicking_waker_is_counted_and_the_driver_carries_on() {
     let deadline = Instant::now() + Duration::from_millis(20);
     let mut with_others = Box::pin(timers.sleep_until(deadline));
     assert!(poll_once(&mut with_others, &bad).is_pending());
-    let others: Vec<_> = (0..8)
-        .map(|_| {
-            let (count, waker) = counting_waker();
-            let mut sleep = Box::pin(timers.sleep_until(deadline));
-            assert!(poll_once(&mut sleep, &waker).is_pending());
-            (sleep, count)
-        })
-        .collect();
+    let others = polled_once(&timers, deadline, 8);
     assert!(wait_until(|| others
         .iter()
         .all(|(_, count)| count.count() == 1)));
