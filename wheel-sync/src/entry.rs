@@ -572,23 +572,18 @@ mod tests {
 
     #[test]
     fn firing_a_sleep_hands_its_waker_to_the_driver_unwoken() {
-        struct Count(AtomicUsize);
-        impl std::task::Wake for Count {
-            fn wake(self: StdArc<Self>) {
-                self.0.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-        let count = StdArc::new(Count(AtomicUsize::new(0)));
+        use crate::relay::tests::{wakers, woken};
+        let (count, registered) = wakers(1);
         let (owner, driver) = EntryRef::new(7, Wake::default());
-        owner.action().register(&Waker::from(count.clone()));
+        owner.action().register(&registered[0]);
         assert!(driver.try_fire(driver.word_relaxed(), 7));
         let mut wakers = Vec::new();
         // SAFETY: `try_fire` just won the move to `FIRED`.
         assert!(unsafe { driver.fire(&mut wakers) });
-        assert_eq!(count.0.load(Ordering::Relaxed), 0, "the driver wakes it");
+        assert_eq!(woken(&count), [0], "the driver wakes it");
         assert_eq!(wakers.len(), 1);
         wakers.pop().unwrap().wake();
-        assert_eq!(count.0.load(Ordering::Relaxed), 1);
+        assert_eq!(woken(&count), [1]);
     }
 
     #[test]

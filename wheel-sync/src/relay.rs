@@ -114,15 +114,16 @@ impl Relay {
     }
 }
 
+/// Counting wakers, for this module's tests and the entry's.
 #[cfg(all(test, not(loom)))]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::sync::atomic::AtomicUsize;
     use std::sync::Arc;
     use std::task::Wake;
 
     /// Counts its wakes.
-    struct Count(AtomicUsize);
+    pub(crate) struct Count(AtomicUsize);
 
     impl Wake for Count {
         fn wake(self: Arc<Self>) {
@@ -130,7 +131,8 @@ mod tests {
         }
     }
 
-    fn wakers(n: usize) -> (Vec<Arc<Count>>, Vec<Waker>) {
+    /// `n` wakers, and the counts of their wakes.
+    pub(crate) fn wakers(n: usize) -> (Vec<Arc<Count>>, Vec<Waker>) {
         let counts: Vec<_> = (0..n)
             .map(|_| Arc::new(Count(AtomicUsize::new(0))))
             .collect();
@@ -138,7 +140,8 @@ mod tests {
         (counts, wakers)
     }
 
-    fn woken(counts: &[Arc<Count>]) -> Vec<usize> {
+    /// How many times each was woken.
+    pub(crate) fn woken(counts: &[Arc<Count>]) -> Vec<usize> {
         counts.iter().map(|c| c.0.load(Ordering::SeqCst)).collect()
     }
 

@@ -112,6 +112,16 @@ fn unique_thread_name() -> String {
     format!("ws-svc-{}", NEXT.fetch_add(1, SeqCst))
 }
 
+/// A service whose driver thread has a name no other test uses, and the name.
+fn named_service() -> (String, TimerService) {
+    let name = unique_thread_name();
+    let timers = TimerService::builder()
+        .thread_name(name.clone())
+        .build()
+        .unwrap();
+    (name, timers)
+}
+
 /// Threads of this process named `name`.
 #[cfg(target_os = "linux")]
 fn threads_named(name: &str) -> usize {
@@ -726,11 +736,7 @@ fn shutdown_from_a_callback_is_refused() {
 
 #[test]
 fn callback_dropping_the_last_handle_ends_the_driver() {
-    let name = unique_thread_name();
-    let timers = TimerService::builder()
-        .thread_name(name.clone())
-        .build()
-        .unwrap();
+    let (name, timers) = named_service();
     let (guard, far_dropped) = drop_flag();
     drop(timers.schedule(HOUR, move || drop(guard)).unwrap());
 
@@ -926,11 +932,7 @@ fn no_driver_thread_outlives_the_service() {
         "driver thread {name} outlived the service"
     );
 
-    let name = unique_thread_name();
-    let timers = TimerService::builder()
-        .thread_name(name.clone())
-        .build()
-        .unwrap();
+    let (name, timers) = named_service();
     assert!(wait_until(|| threads_named(&name) == 1));
     timers.shutdown().unwrap();
     assert!(
@@ -966,11 +968,7 @@ fn dropping_the_last_handle_is_prompt_and_drops_unfired_callbacks() {
 #[cfg(target_os = "linux")]
 #[test]
 fn a_handle_made_through_a_clone_keeps_the_service_alive() {
-    let name = unique_thread_name();
-    let timers = TimerService::builder()
-        .thread_name(name.clone())
-        .build()
-        .unwrap();
+    let (name, timers) = named_service();
     let clone = timers.clone();
     let (tx, rx) = mpsc::channel();
     let handle = clone
@@ -997,11 +995,7 @@ fn a_handle_made_through_a_clone_keeps_the_service_alive() {
 #[cfg(target_os = "linux")]
 #[test]
 fn a_pending_sleep_is_a_handle_until_it_drops() {
-    let name = unique_thread_name();
-    let timers = TimerService::builder()
-        .thread_name(name.clone())
-        .build()
-        .unwrap();
+    let (name, timers) = named_service();
     let sleep = timers.sleep(HOUR);
     // Filed in the wheel, so the driver holds the entry too.
     assert!(wait_until(|| timers.stats().scheduled == 1));
