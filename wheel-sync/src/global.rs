@@ -1,12 +1,12 @@
-//! The process-wide service behind [`sleep`], [`sleep_until`], [`timeout`]
-//! and [`timeout_at`]: what `tokio::time::sleep` is to a tokio runtime, but
+//! The process-wide service behind [`sleep`], [`sleep_until`], [`timeout`],
+//! [`timeout_at`], [`interval`] and [`interval_at`]: what `tokio::time::sleep` is to a tokio runtime, but
 //! under any executor and with no context to enter.
 
 use core::future::Future;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use crate::{Sleep, Timeout, TimerService};
+use crate::{Interval, Sleep, Timeout, TimerService};
 
 static GLOBAL: OnceLock<TimerService> = OnceLock::new();
 
@@ -119,4 +119,46 @@ pub fn timeout<F: Future>(delay: Duration, future: F) -> Timeout<F> {
 /// ```
 pub fn timeout_at<F: Future>(deadline: Instant, future: F) -> Timeout<F> {
     Timeout::new(future, sleep_until(deadline))
+}
+
+/// Ticks every `period`, the first at once, on [`TimerService::global`]
+/// (see [`Interval`]).
+///
+/// # Panics
+/// If `period` is zero; and as [`TimerService::global`].
+///
+/// # Examples
+/// ```
+/// use std::time::{Duration, Instant};
+///
+/// let start = Instant::now();
+/// let mut every = wheel_sync::interval(Duration::from_millis(2));
+/// # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+/// rt.block_on(async {
+///     every.tick().await;
+///     every.tick().await;
+/// });
+/// assert!(start.elapsed() >= Duration::from_millis(2));
+/// ```
+pub fn interval(period: Duration) -> Interval {
+    with_global(|s| s.interval(period))
+}
+
+/// Ticks at `start` and every `period` after it, on
+/// [`TimerService::global`] (see [`Interval`]).
+///
+/// # Panics
+/// If `period` is zero; and as [`TimerService::global`].
+///
+/// # Examples
+/// ```
+/// use std::time::{Duration, Instant};
+///
+/// let start = Instant::now() + Duration::from_millis(1);
+/// let mut every = wheel_sync::interval_at(start, Duration::from_millis(2));
+/// # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+/// assert_eq!(rt.block_on(every.tick()), start);
+/// ```
+pub fn interval_at(start: Instant, period: Duration) -> Interval {
+    with_global(|s| s.interval_at(start, period))
 }

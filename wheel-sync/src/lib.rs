@@ -58,6 +58,12 @@
 //!   queue and often with an unpark. A handed batch that no task takes
 //!   (its task is never polled) is woken by the driver itself at its next
 //!   round, at most one tick later.
+//! - **Intervals**: an [`Interval`] ticks at a fixed period on one timer
+//!   that each tick moves ([`Sleep::reset`]): it allocates once and is one
+//!   pending timer for its life. A tick already due is returned at once,
+//!   with no round trip through the driver. [`MissedTickBehavior`] picks
+//!   the next deadline after a tick observed when the following one was
+//!   already due.
 //! - **Time**: deadlines round *up* to the tick (1 ms by default) and the
 //!   clock rounds down, so nothing fires early; under light load a timer
 //!   fires within about one tick of its deadline. After a stall, everything
@@ -72,8 +78,8 @@
 //!
 //! # The global service
 //!
-//! [`sleep`], [`sleep_until`], [`timeout`] and [`timeout_at`] work on
-//! [`TimerService::global`], a service started on first use that lives as
+//! [`sleep`], [`sleep_until`], [`timeout`], [`timeout_at`], [`interval`]
+//! and [`interval_at`] work on [`TimerService::global`], a service started on first use that lives as
 //! long as the process: what `tokio::time::sleep` is to a tokio runtime, with
 //! no runtime context to enter. Each thread goes through a clone of its own,
 //! so threads making sleeps this way never contend on one handle count.
@@ -120,6 +126,7 @@ mod driver;
 mod entry;
 #[cfg(not(loom))]
 mod global;
+mod interval;
 mod job;
 mod parked;
 pub mod queue;
@@ -138,7 +145,8 @@ use crate::entry::{Callback, EntryRef, ABANDONED, CANCELLED, FIRED, MAX_TICK};
 use crate::sync::{thread, Arc, Mutex};
 
 #[cfg(not(loom))]
-pub use crate::global::{sleep, sleep_until, timeout, timeout_at};
+pub use crate::global::{interval, interval_at, sleep, sleep_until, timeout, timeout_at};
+pub use crate::interval::{Interval, MissedTickBehavior};
 pub use crate::sleep::{Elapsed, Sleep, Timeout};
 
 /// Why a timer was not scheduled.
@@ -707,6 +715,54 @@ impl TimerService {
         Timeout::new(future, self.sleep_until(deadline))
     }
 
+    /// Ticks every `period`, the first at once: [`interval_at`](Self::interval_at)
+    /// from now.
+    ///
+    /// # Panics
+    /// If `period` is zero.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let timers = wheel_sync::TimerService::new();
+    /// let start = Instant::now();
+    /// let mut heartbeat = timers.interval(Duration::from_millis(2));
+    /// # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    /// rt.block_on(async {
+    ///     for _ in 0..3 {
+    ///         heartbeat.tick().await; // send a heartbeat
+    ///     }
+    /// });
+    /// assert!(start.elapsed() >= Duration::from_millis(4)); // at 0, 2 and 4 ms
+    /// ```
+    pub fn interval(&self, period: Duration) -> Interval {
+        self.interval_at(self.shared().clock.now(), period)
+    }
+
+    /// Ticks at `start` and every `period` after it, on one reused timer
+    /// (see [`Interval`]).
+    ///
+    /// # Panics
+    /// If `period` is zero.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let timers = wheel_sync::TimerService::new();
+    /// let start = Instant::now() + Duration::from_millis(2);
+    /// let mut every = timers.interval_at(start, Duration::from_millis(3));
+    /// # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    /// rt.block_on(async {
+    ///     assert_eq!(every.tick().await, start);
+    ///     assert_eq!(every.tick().await, start + Duration::from_millis(3));
+    /// });
+    /// ```
+    pub fn interval_at(&self, start: Instant, period: Duration) -> Interval {
+        Interval::new(self.sleep_until(start), period)
+    }
+
     /// Live timers: scheduled callbacks, sleeps and timeouts that have not
     /// fired, been cancelled or been dropped.
     ///
@@ -799,7 +855,7 @@ impl fmt::Debug for TimerService {
 }
 
 /// `Instant` cannot say "never"; a century is as good.
-fn far_future() -> Instant {
+pub(crate) fn far_future() -> Instant {
     Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600)
 }
 

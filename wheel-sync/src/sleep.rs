@@ -145,13 +145,26 @@ impl Sleep {
     }
 }
 
+impl Sleep {
+    /// Now, by the service's clock.
+    pub(crate) fn now(&self) -> Instant {
+        self.service.shared().clock.now()
+    }
+
+    /// Wakes the sleeps whose wakers a round handed over (see "Wakes" in the
+    /// crate docs): what polling this sleep does first.
+    pub(crate) fn wake_handed(&self) {
+        self.service.shared().relay.wake_handed();
+    }
+}
+
 impl Future for Sleep {
     type Output = ();
 
     /// Also wakes the sleeps that fired in one round with this one, if the
     /// driver handed their wakers over (see "Wakes" in the crate docs).
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        self.service.shared().relay.wake_handed();
+        self.wake_handed();
         let poll_state = |state| match state {
             FIRED => Poll::Ready(()),
             ABANDONED => {
