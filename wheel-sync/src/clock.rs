@@ -1,31 +1,62 @@
 //! Maps monotonic `Instant`s to wheel ticks. Deadlines round up, the clock
 //! rounds down, so a timer never fires before its deadline.
+//!
+//! A manual clock (for tests) reads the origin plus however far
+//! [`TimerService::advance`](crate::TimerService::advance) has moved it.
 
 use std::time::{Duration, Instant};
 
 use crate::entry::MAX_TICK;
+use crate::sync::atomic::{AtomicU64, Ordering};
 
 /// The builder's default tick, 1 ms, in nanoseconds.
 pub(crate) const DEFAULT_TICK_NS: u64 = 1_000_000;
 
 /// Tick 0 starts at `origin`; each tick lasts `tick`.
-#[derive(Clone, Copy, Debug)]
+#[derive(Debug)]
 pub(crate) struct Clock {
     origin: Instant,
     tick_ns: u64,
+    /// A manual clock's time: nanoseconds past the origin. `None` for the
+    /// monotonic clock.
+    manual_ns: Option<AtomicU64>,
 }
 
 impl Clock {
     /// # Panics
     /// If `tick` is zero or longer than `u64::MAX` nanoseconds (the builder
     /// rejects both first).
-    pub(crate) fn new(tick: Duration) -> Self {
+    pub(crate) fn new(tick: Duration, manual: bool) -> Self {
         let tick_ns = u64::try_from(tick.as_nanos()).expect("tick fits in u64 ns");
         assert!(tick_ns > 0, "tick must be positive");
         Self {
             origin: Instant::now(),
             tick_ns,
+            manual_ns: manual.then(|| AtomicU64::new(0)),
         }
+    }
+
+    /// A manual clock's time in nanoseconds past the origin; `None` for the
+    /// monotonic clock. Acquire: what a thread did before it advanced the
+    /// clock to this time is visible after this read.
+    #[inline]
+    pub(crate) fn manual_ns(&self) -> Option<u64> {
+        self.manual_ns.as_ref().map(|ns| ns.load(Ordering::Acquire))
+    }
+
+    /// Moves a manual clock forward by `by` (saturating after 584 years);
+    /// returns its new time in nanoseconds past the origin, or `None` for
+    /// the monotonic clock, which only time moves.
+    pub(crate) fn advance(&self, by: Duration) -> Option<u64> {
+        let by = u64::try_from(by.as_nanos()).unwrap_or(u64::MAX);
+        let ns = self.manual_ns.as_ref()?;
+        // Release: pairs with `manual_ns`'s Acquire.
+        let before = ns
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| {
+                Some(t.saturating_add(by))
+            })
+            .unwrap_or_else(|t| t);
+        Some(before.saturating_add(by))
     }
 
     /// Nanoseconds from the origin to `t` (0 before it), saturating after
@@ -74,9 +105,11 @@ impl Clock {
     #[inline]
     pub(crate) fn now(&self) -> Instant {
         if cfg!(loom) {
-            self.origin
-        } else {
-            Instant::now()
+            return self.origin;
+        }
+        match self.manual_ns() {
+            None => Instant::now(),
+            Some(ns) => self.origin + Duration::from_nanos(ns),
         }
     }
 

@@ -58,7 +58,7 @@ use crate::parked::{self, Slots};
 use crate::queue::{Consumer, Producer};
 use crate::relay::Relay;
 use crate::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use crate::sync::{thread, Arc, Mutex};
+use crate::sync::{thread, Arc, Backoff, Mutex};
 use crate::ScheduleError;
 
 /// Submissions filed per round before the driver fires what is due.
@@ -120,6 +120,10 @@ pub(crate) struct Shared {
     stats: CachePadded<DriverStats>,
     /// Fired sleeps' wakers handed to a woken task (see `relay`).
     pub(crate) relay: Relay,
+    /// Under a manual clock: the clock's time (ns past the origin) as of the
+    /// start of the driver's last round that drained the queue, so
+    /// everything due by then has fired. Untouched under the monotonic clock.
+    caught_up: AtomicU64,
 }
 
 /// Counters only the driver writes.
@@ -156,6 +160,7 @@ impl Shared {
             driver: Mutex::new(None),
             stats: CachePadded::default(),
             relay: Relay::new(),
+            caught_up: AtomicU64::new(0),
         });
         (shared, consumer)
     }
@@ -445,6 +450,27 @@ impl Shared {
         abandoned
     }
 
+    /// Moves a manual clock forward by `by`, wakes the driver, and waits
+    /// until it has fired everything due by the new time; from the driver
+    /// thread (a callback), returns at once. `None` for the monotonic clock;
+    /// `Some(false)` if the service shut down first.
+    pub(crate) fn advance(&self, by: Duration) -> Option<bool> {
+        let target = self.clock.advance(by)?;
+        self.sleeping_until.store(AWAKE, Ordering::Relaxed);
+        self.unpark_driver();
+        if self.on_driver_thread() {
+            return Some(!self.is_shutdown());
+        }
+        let backoff = Backoff::new();
+        while self.caught_up.load(Ordering::Acquire) < target {
+            if self.is_shutdown() {
+                return Some(false);
+            }
+            backoff.snooze();
+        }
+        Some(true)
+    }
+
     fn unpark_driver(&self) {
         if let Some(driver) = &*self.driver.lock().unwrap_or_else(|e| e.into_inner()) {
             driver.unpark();
@@ -546,7 +572,18 @@ impl Driver {
                 fence(Ordering::SeqCst);
                 return self.abandon_all();
             }
-            let mut filed = self.file_submissions(BATCH);
+            // Read first: what was submitted before the clock got here is
+            // then filed, and fired if due, by this round.
+            let manual_ns = self.shared.clock.manual_ns();
+            // A manual clock files everything before it fires, so what one
+            // `advance` makes due fires in deadline order; only a real clock
+            // has due timers that a burst must not hold up.
+            let limit = if manual_ns.is_some() {
+                usize::MAX
+            } else {
+                BATCH
+            };
+            let mut filed = self.file_submissions(limit);
             let now = self.shared.clock.now();
             if now.saturating_duration_since(self.last_sweep) >= parked::SWEEP_EVERY
                 || self.shared.sweep_asked()
@@ -554,7 +591,7 @@ impl Driver {
                 filed += self.sweep(now);
             }
             self.fire_due(now);
-            if filed >= BATCH {
+            if filed >= limit {
                 continue;
             }
             if filed == 0 && !self.consumer.is_empty() {
@@ -562,6 +599,12 @@ impl Driver {
                 // let it run rather than spin or sleep past its submission.
                 thread::yield_now();
                 continue;
+            }
+            if let Some(ns) = manual_ns {
+                // `advance` promises every due sleep woken when it returns:
+                // no batch is left waiting for a task to take it.
+                self.shared.relay.wake_handed();
+                self.shared.caught_up.store(ns, Ordering::Release);
             }
             self.cascade_ahead();
             woken = self.park(filed > 0 || woken);
@@ -806,7 +849,10 @@ impl Driver {
             DriverStats::bump(&shared.stats.wakeups, 1);
             match plan {
                 // Idle: nothing can come due, so nothing to reclaim either.
+                // Idle, or a manual clock that only `advance` moves (and
+                // wakes the driver for).
                 None => thread::park(),
+                Some(_) if self.shared.clock.manual_ns().is_some() => thread::park(),
                 Some(tick) => {
                     // Timers pending: wake at least every RECLAIM_EVERY, so a
                     // cancelled timer is freed then, with no wake-up paid by

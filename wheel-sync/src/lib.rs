@@ -95,6 +95,28 @@
 //! });
 //! ```
 //!
+//! # Testing with a manual clock
+//!
+//! A service built with [`Builder::manual_clock`] has a clock that stands
+//! still until [`TimerService::advance`] moves it, as a tokio runtime's
+//! after `tokio::time::pause`. `advance` returns once every timer due by
+//! the new time has fired, in deadline order, so a test of code that waits
+//! an hour takes no time and does not depend on the machine's speed. Take
+//! deadlines from [`TimerService::now`].
+//!
+//! ```
+//! use std::task::{Context, Poll, Waker};
+//! use std::time::Duration;
+//!
+//! let timers = wheel_sync::TimerService::builder().manual_clock().build().unwrap();
+//! let start = timers.now();
+//! let mut heartbeat = timers.interval(Duration::from_secs(30));
+//! let mut cx = Context::from_waker(Waker::noop());
+//! assert_eq!(heartbeat.poll_tick(&mut cx), Poll::Ready(start));
+//! timers.advance(Duration::from_secs(30)).unwrap();
+//! assert_eq!(heartbeat.poll_tick(&mut cx), Poll::Ready(start + Duration::from_secs(30)));
+//! ```
+//!
 //! # Counting and limits
 //!
 //! [`TimerService::pending`] counts every live timer — callbacks, sleeps and
@@ -214,6 +236,36 @@ impl fmt::Display for ShutdownError {
 
 impl std::error::Error for ShutdownError {}
 
+/// Why [`TimerService::advance`] did not move the clock.
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+/// use wheel_sync::{AdvanceError, TimerService};
+///
+/// let timers = TimerService::new(); // follows the monotonic clock
+/// assert_eq!(timers.advance(Duration::from_secs(1)), Err(AdvanceError::NotManual));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AdvanceError {
+    /// The service follows the monotonic clock; only a service built with
+    /// [`Builder::manual_clock`] can be advanced.
+    NotManual,
+    /// The service shut down before the timers due by the new time fired.
+    Shutdown,
+}
+
+impl fmt::Display for AdvanceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::NotManual => "timer service follows the monotonic clock, not a manual one",
+            Self::Shutdown => "timer service has shut down",
+        })
+    }
+}
+
+impl std::error::Error for AdvanceError {}
+
 /// What a shutdown left undone.
 ///
 /// # Examples
@@ -291,6 +343,7 @@ pub struct Builder {
     tick: Duration,
     max_pending: usize,
     thread_name: String,
+    manual_clock: bool,
 }
 
 impl Default for Builder {
@@ -299,6 +352,7 @@ impl Default for Builder {
             tick: Duration::from_nanos(clock::DEFAULT_TICK_NS),
             max_pending: usize::MAX,
             thread_name: "wheel-timer".into(),
+            manual_clock: false,
         }
     }
 }
@@ -342,6 +396,34 @@ impl Builder {
         self
     }
 
+    /// A clock that stands still until [`TimerService::advance`] moves it,
+    /// for tests: what `tokio::time::pause` is to a tokio runtime. Timers
+    /// then fire in an order and at times that do not depend on how fast
+    /// the machine runs. The clock starts at the moment the service is
+    /// built; take deadlines from [`TimerService::now`], not from
+    /// `Instant::now()`, which goes on moving.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    ///
+    /// let timers = wheel_sync::TimerService::builder().manual_clock().build().unwrap();
+    /// let fired = Arc::new(AtomicBool::new(false));
+    /// let flag = fired.clone();
+    /// timers.schedule(Duration::from_secs(30), move || flag.store(true, SeqCst)).unwrap();
+    ///
+    /// timers.advance(Duration::from_secs(29)).unwrap();
+    /// assert!(!fired.load(SeqCst));
+    /// timers.advance(Duration::from_secs(1)).unwrap(); // returns once it has fired
+    /// assert!(fired.load(SeqCst));
+    /// ```
+    pub fn manual_clock(mut self) -> Self {
+        self.manual_clock = true;
+        self
+    }
+
     /// Spawns the driver thread.
     ///
     /// # Errors
@@ -360,7 +442,8 @@ impl Builder {
                 "tick must be between 1 ns and u64::MAX ns",
             ));
         }
-        let (shared, consumer) = Shared::new(Clock::new(self.tick), self.max_pending);
+        let (shared, consumer) =
+            Shared::new(Clock::new(self.tick, self.manual_clock), self.max_pending);
         let driver = Driver::new(shared.clone(), consumer);
         let join = thread::spawn_named(self.thread_name, move || driver.run())?;
         shared.set_driver(join.thread().clone());
@@ -659,7 +742,8 @@ impl TimerService {
     /// });
     /// ```
     pub fn sleep(&self, delay: Duration) -> Sleep {
-        let deadline = Instant::now()
+        let deadline = self
+            .now()
             .checked_add(delay)
             .or_else(|| self.shared().clock.instant_of(MAX_TICK))
             .unwrap_or_else(far_future);
@@ -761,6 +845,56 @@ impl TimerService {
     /// ```
     pub fn interval_at(&self, start: Instant, period: Duration) -> Interval {
         Interval::new(self.sleep_until(start), period)
+    }
+
+    /// The service's time: `Instant::now()`, or for a
+    /// [manual clock](Builder::manual_clock) the moment it was built plus
+    /// however far [`advance`](Self::advance) has moved it.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let timers = wheel_sync::TimerService::builder().manual_clock().build().unwrap();
+    /// let start = timers.now();
+    /// std::thread::sleep(Duration::from_millis(2));
+    /// assert_eq!(timers.now(), start); // stands still
+    /// timers.advance(Duration::from_millis(5)).unwrap();
+    /// assert_eq!(timers.now(), start + Duration::from_millis(5));
+    /// ```
+    pub fn now(&self) -> Instant {
+        self.shared().clock.now()
+    }
+
+    /// Moves a [manual clock](Builder::manual_clock) forward by `by`, then
+    /// waits until the driver has fired every timer due by the new time
+    /// (scheduled, from any thread, before this call): callbacks have run and
+    /// sleeps' wakers have been woken when it returns. Called from a
+    /// callback, it moves the clock and returns at once; what came due fires
+    /// after the callback, in the driver's next round.
+    ///
+    /// # Errors
+    /// [`AdvanceError::NotManual`] for a service that follows the monotonic
+    /// clock; [`AdvanceError::Shutdown`] if the service shut down before the
+    /// timers due fired.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let timers = wheel_sync::TimerService::builder().manual_clock().build().unwrap();
+    /// let sleep = timers.sleep(Duration::from_secs(3600));
+    /// timers.advance(Duration::from_secs(3599)).unwrap();
+    /// assert!(!sleep.is_elapsed());
+    /// timers.advance(Duration::from_secs(1)).unwrap();
+    /// assert!(sleep.is_elapsed());
+    /// ```
+    pub fn advance(&self, by: Duration) -> Result<(), AdvanceError> {
+        match self.shared().advance(by) {
+            None => Err(AdvanceError::NotManual),
+            Some(false) => Err(AdvanceError::Shutdown),
+            Some(true) => Ok(()),
+        }
     }
 
     /// Live timers: scheduled callbacks, sleeps and timeouts that have not

@@ -1,0 +1,213 @@
+//! A manual clock: nothing fires until `advance` moves the clock past its
+//! deadline, and everything due has fired (callbacks run, sleeps woken) by
+//! the time `advance` returns. The main test is a differential one: ten
+//! thousand timers of every kind, advanced in random steps, compared after
+//! each step with what should have fired by then.
+#![cfg(not(loom))]
+
+use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
+use std::thread;
+use std::time::Duration;
+
+use wheel_sync::{AdvanceError, TimerService};
+
+#[expect(dead_code, reason = "this test needs only the generator")]
+mod common;
+use common::XorShift;
+
+fn manual() -> TimerService {
+    TimerService::builder().manual_clock().build().unwrap()
+}
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+#[test]
+fn every_timer_fires_in_the_advance_that_passes_its_deadline_in_deadline_order() {
+    const TIMERS: u64 = 10_000;
+    const HORIZON_MS: u64 = 2_000;
+    let timers = manual();
+    let start = timers.now();
+    // (deadline in ms, id) in the order the callbacks ran.
+    let fired = Arc::new(Mutex::new(Vec::new()));
+    let mut rng = XorShift::new(7);
+    let mut due_ms = Vec::new();
+    let mut cancelled = vec![false; TIMERS as usize];
+    for id in 0..TIMERS {
+        let at = rng.below(HORIZON_MS);
+        let log = fired.clone();
+        let record = move || log.lock().unwrap().push((at, id));
+        // Each kind takes its own path: queued or parked (50 ms and more
+        // out), detached into the second wheel, or cancelled.
+        match id % 4 {
+            0 => drop(timers.schedule(ms(at), record).unwrap()),
+            1 => timers.schedule_detached(ms(at), record).unwrap(),
+            2 => drop(timers.schedule_at(start + ms(at), record).unwrap()),
+            _ => {
+                let handle = timers.schedule(ms(at), record).unwrap();
+                if rng.below(2) == 0 {
+                    assert!(handle.cancel());
+                    cancelled[id as usize] = true;
+                }
+            }
+        }
+        due_ms.push(at);
+    }
+
+    let mut now_ms = 0;
+    while now_ms <= HORIZON_MS {
+        let step = 1 + rng.below(40);
+        timers.advance(ms(step)).unwrap();
+        now_ms += step;
+        assert_eq!(timers.now(), start + ms(now_ms));
+        let log = fired.lock().unwrap();
+        let expected = (0..TIMERS)
+            .filter(|&id| due_ms[id as usize] <= now_ms && !cancelled[id as usize])
+            .count();
+        assert_eq!(log.len(), expected, "fired by {now_ms} ms");
+        assert!(log.iter().all(|&(at, _)| at <= now_ms), "fired early");
+    }
+    let log = fired.lock().unwrap();
+    assert!(
+        log.windows(2).all(|w| w[0].0 <= w[1].0),
+        "out of deadline order"
+    );
+    assert_eq!(timers.pending(), 0);
+}
+
+#[test]
+fn the_clock_stands_still_between_advances() {
+    let timers = manual();
+    let start = timers.now();
+    let fired = Arc::new(AtomicUsize::new(0));
+    let count = fired.clone();
+    timers
+        .schedule(ms(1), move || {
+            count.fetch_add(1, SeqCst);
+        })
+        .unwrap();
+    thread::sleep(ms(30));
+    assert_eq!(timers.now(), start);
+    assert_eq!(fired.load(SeqCst), 0);
+    timers.advance(ms(1)).unwrap();
+    assert_eq!(fired.load(SeqCst), 1);
+}
+
+#[test]
+fn a_timer_scheduled_on_another_thread_before_the_advance_fires_in_it() {
+    let timers = manual();
+    let fired = Arc::new(AtomicUsize::new(0));
+    let (other, count) = (timers.clone(), fired.clone());
+    thread::spawn(move || {
+        other
+            .schedule_detached(ms(5), move || {
+                count.fetch_add(1, SeqCst);
+            })
+            .unwrap();
+    })
+    .join()
+    .unwrap();
+    timers.advance(ms(5)).unwrap();
+    assert_eq!(fired.load(SeqCst), 1);
+}
+
+/// Counts its wakes.
+struct Count(AtomicUsize);
+
+impl Wake for Count {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, SeqCst);
+    }
+}
+
+#[test]
+fn sleeps_fired_together_are_all_woken_when_advance_returns() {
+    let timers = manual();
+    let waker_counts: Vec<Arc<Count>> = (0..16)
+        .map(|_| Arc::new(Count(AtomicUsize::new(0))))
+        .collect();
+    let mut sleeps: Vec<_> = (0..16).map(|_| Box::pin(timers.sleep(ms(10)))).collect();
+    for (sleep, count) in sleeps.iter_mut().zip(&waker_counts) {
+        let waker = Waker::from(count.clone());
+        assert!(sleep
+            .as_mut()
+            .poll(&mut Context::from_waker(&waker))
+            .is_pending());
+    }
+    timers.advance(ms(10)).unwrap();
+    // None was polled again: the driver woke them all, not one task.
+    for count in &waker_counts {
+        assert_eq!(count.0.load(SeqCst), 1);
+    }
+    for sleep in &mut sleeps {
+        assert!(sleep
+            .as_mut()
+            .poll(&mut Context::from_waker(Waker::noop()))
+            .is_ready());
+    }
+}
+
+#[test]
+fn an_interval_ticks_on_the_manual_clock() {
+    let timers = manual();
+    let start = timers.now();
+    let mut every = timers.interval(ms(10));
+    let mut cx = Context::from_waker(Waker::noop());
+    assert_eq!(every.poll_tick(&mut cx), Poll::Ready(start));
+    assert_eq!(every.poll_tick(&mut cx), Poll::Pending);
+    timers.advance(ms(9)).unwrap();
+    assert_eq!(every.poll_tick(&mut cx), Poll::Pending);
+    timers.advance(ms(1)).unwrap();
+    assert_eq!(every.poll_tick(&mut cx), Poll::Ready(start + ms(10)));
+    // Three periods at once: Burst delivers each missed tick.
+    timers.advance(ms(30)).unwrap();
+    for k in 2..=4 {
+        assert_eq!(every.poll_tick(&mut cx), Poll::Ready(start + ms(10 * k)));
+    }
+    assert_eq!(every.poll_tick(&mut cx), Poll::Pending);
+}
+
+#[test]
+fn advance_from_a_callback_moves_the_clock_without_waiting_for_itself() {
+    let timers = manual();
+    let start = timers.now();
+    let result = Arc::new(Mutex::new(None));
+    let later = Arc::new(AtomicUsize::new(0));
+    let (inner, slot) = (timers.clone(), result.clone());
+    timers
+        .schedule(ms(10), move || {
+            *slot.lock().unwrap() = Some(inner.advance(ms(10)));
+        })
+        .unwrap();
+    let count = later.clone();
+    timers
+        .schedule(ms(15), move || {
+            count.fetch_add(1, SeqCst);
+        })
+        .unwrap();
+    timers.advance(ms(10)).unwrap();
+    assert_eq!(*result.lock().unwrap(), Some(Ok(())));
+    assert_eq!(timers.now(), start + ms(20));
+    // Due at 15 ms by the callback's advance: fired by the time a second
+    // advance (of nothing) returns.
+    timers.advance(Duration::ZERO).unwrap();
+    assert_eq!(later.load(SeqCst), 1);
+}
+
+#[test]
+fn advance_is_refused_on_the_monotonic_clock_and_after_shutdown() {
+    let real = TimerService::new();
+    assert_eq!(real.advance(ms(1)), Err(AdvanceError::NotManual));
+
+    let timers = manual();
+    timers.shutdown().unwrap();
+    assert_eq!(timers.advance(ms(1)), Err(AdvanceError::Shutdown));
+    assert_eq!(
+        AdvanceError::Shutdown.to_string(),
+        "timer service has shut down"
+    );
+}
