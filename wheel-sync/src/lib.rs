@@ -58,6 +58,9 @@
 //!   queue and often with an unpark. A handed batch that no task takes
 //!   (its task is never polled) is woken by the driver itself at its next
 //!   round, at most one tick later.
+//! - **Many deadlines in one task**: a [`DelayQueue`] keeps its items in a
+//!   wheel of its own and hands each back when due; the whole queue is one
+//!   timer of the service's, due at its earliest deadline.
 //! - **Intervals**: an [`Interval`] ticks at a fixed period on one timer
 //!   that each tick moves ([`Sleep::reset`]): it allocates once and is one
 //!   pending timer for its life. A tick already due is returned at once,
@@ -144,6 +147,7 @@
 #![warn(missing_docs)]
 
 mod clock;
+pub mod delay_queue;
 mod driver;
 mod entry;
 #[cfg(not(loom))]
@@ -166,6 +170,7 @@ use crate::driver::{Driver, Shared};
 use crate::entry::{Callback, EntryRef, ABANDONED, CANCELLED, FIRED, MAX_TICK};
 use crate::sync::{thread, Arc, Mutex};
 
+pub use crate::delay_queue::DelayQueue;
 #[cfg(not(loom))]
 pub use crate::global::{interval, interval_at, sleep, sleep_until, timeout, timeout_at};
 pub use crate::interval::{Interval, MissedTickBehavior};

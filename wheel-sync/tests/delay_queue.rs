@@ -1,0 +1,184 @@
+//! `DelayQueue` against a model, on a manual clock: random inserts,
+//! removes, resets and advances; after each advance the items that come out
+//! are exactly the model's due ones, never early, and the queue then waits.
+//! Then the wake-ups: a task waiting on the queue is woken by the earliest
+//! deadline, also when an insert or a reset makes it earlier.
+#![cfg(not(loom))]
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::{Duration, Instant};
+
+use wheel_sync::delay_queue::Key;
+use wheel_sync::{DelayQueue, TimerService};
+
+#[expect(dead_code, reason = "this test needs only the generator")]
+mod common;
+use common::XorShift;
+
+fn manual() -> TimerService {
+    TimerService::builder().manual_clock().build().unwrap()
+}
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// Takes out everything `poll_expired` hands over without waiting.
+fn drain_due(queue: &mut DelayQueue<u64>, cx: &mut Context<'_>) -> Vec<(u64, Instant)> {
+    let mut out = Vec::new();
+    while let Poll::Ready(Some(expired)) = queue.poll_expired(cx) {
+        out.push((expired.value, expired.deadline));
+    }
+    out
+}
+
+#[test]
+fn items_come_out_exactly_when_due_against_a_model() {
+    let timers = manual();
+    let mut queue = DelayQueue::with_service(&timers);
+    let start = timers.now();
+    let mut rng = XorShift::new(11);
+    // id -> (key, deadline)
+    let mut model: HashMap<u64, (Key, Instant)> = HashMap::new();
+    let mut cx = Context::from_waker(Waker::noop());
+    for id in 0..20_000u64 {
+        match rng.below(10) {
+            0..=5 => {
+                let deadline = timers.now() + Duration::from_micros(rng.below(300_000));
+                let key = queue.insert_at(id, deadline);
+                model.insert(id, (key, deadline));
+            }
+            6 if !model.is_empty() => {
+                let victim = *model.keys().next().unwrap();
+                let (key, _) = model.remove(&victim).unwrap();
+                assert_eq!(queue.remove(key), Some(victim));
+                assert_eq!(queue.remove(key), None, "a stale key removed something");
+            }
+            7 if !model.is_empty() => {
+                let id = *model.keys().next().unwrap();
+                let entry = model.get_mut(&id).unwrap();
+                entry.1 = timers.now() + ms(rng.below(300));
+                assert!(queue.reset_at(entry.0, entry.1));
+                assert_eq!(queue.deadline(entry.0), Some(entry.1));
+            }
+            _ => {
+                timers
+                    .advance(Duration::from_micros(rng.below(5_000)))
+                    .unwrap();
+                let now = timers.now();
+                for (id, deadline) in drain_due(&mut queue, &mut cx) {
+                    assert!(deadline <= now, "came out early");
+                    let (_, expected) = model.remove(&id).expect("came out twice or was removed");
+                    assert_eq!(deadline, expected);
+                }
+                // Due once the clock reaches the deadline's tick (1 ms),
+                // rounded up.
+                let due = |d: Instant| {
+                    let tick = (d - start).as_nanos().div_ceil(ms(1).as_nanos());
+                    start + ms(1) * u32::try_from(tick).unwrap() <= now
+                };
+                let kept: Vec<u64> = model
+                    .iter()
+                    .filter(|(_, &(_, d))| due(d))
+                    .map(|(&id, _)| id)
+                    .collect();
+                assert!(kept.is_empty(), "due but kept: {kept:?}");
+                if model.is_empty() {
+                    assert!(matches!(queue.poll_expired(&mut cx), Poll::Ready(None)));
+                } else {
+                    assert!(queue.poll_expired(&mut cx).is_pending());
+                }
+            }
+        }
+        assert_eq!(queue.len(), model.len());
+    }
+    // A queue is one timer to the service, however many items it holds.
+    assert!(timers.pending() <= 1);
+}
+
+/// Counts its wakes.
+struct Count(AtomicUsize);
+
+impl Wake for Count {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, SeqCst);
+    }
+}
+
+fn counting() -> (Arc<Count>, Waker) {
+    let count = Arc::new(Count(AtomicUsize::new(0)));
+    let waker = Waker::from(count.clone());
+    (count, waker)
+}
+
+#[test]
+fn a_waiting_task_is_woken_by_the_earliest_deadline_even_one_added_later() {
+    let timers = manual();
+    let mut queue = DelayQueue::with_service(&timers);
+    let (count, waker) = counting();
+    let mut cx = Context::from_waker(&waker);
+    queue.insert(1, ms(100));
+    assert!(queue.poll_expired(&mut cx).is_pending());
+
+    // An earlier item, inserted while the task waits for the later one.
+    let early = queue.insert(2, ms(10));
+    timers.advance(ms(10)).unwrap();
+    assert_eq!(count.0.load(SeqCst), 1);
+    let Poll::Ready(Some(expired)) = queue.poll_expired(&mut cx) else {
+        panic!("the early item did not come out");
+    };
+    assert_eq!((expired.value, expired.key), (2, early));
+    assert!(queue.poll_expired(&mut cx).is_pending());
+
+    // A reset that makes the remaining item due sooner.
+    let key = queue.insert(3, ms(500));
+    assert!(queue.poll_expired(&mut cx).is_pending());
+    assert!(queue.reset(key, ms(5)));
+    timers.advance(ms(5)).unwrap();
+    assert_eq!(count.0.load(SeqCst), 2);
+    assert!(matches!(queue.poll_expired(&mut cx), Poll::Ready(Some(e)) if e.value == 3));
+}
+
+#[test]
+fn next_expired_waits_on_the_real_clock_and_never_returns_early() {
+    let timers = TimerService::new();
+    let mut queue = DelayQueue::with_service(&timers);
+    let start = Instant::now();
+    for (value, delay) in [(3, 6), (1, 2), (2, 4)] {
+        queue.insert(value, ms(delay));
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let drained = async {
+        let mut order = Vec::new();
+        while let Some(expired) = queue.next_expired().await {
+            assert!(Instant::now() >= expired.deadline);
+            order.push(expired.value);
+        }
+        order
+    };
+    // tokio's own timer keeps the watch, should the queue never wake.
+    let order = rt
+        .block_on(async { tokio::time::timeout(Duration::from_secs(10), drained).await })
+        .expect("the queue stopped waking its task");
+    assert_eq!(order, [1, 2, 3]);
+    assert!(start.elapsed() >= ms(6));
+}
+
+#[test]
+fn clear_empties_the_queue_and_stales_every_key() {
+    let timers = manual();
+    let mut queue = DelayQueue::with_service(&timers);
+    let keys: Vec<Key> = (0..100).map(|i| queue.insert(i, ms(i))).collect();
+    queue.clear();
+    assert!(queue.is_empty());
+    assert!(keys.iter().all(|&k| queue.deadline(k).is_none()));
+    timers.advance(ms(1000)).unwrap();
+    let mut cx = Context::from_waker(Waker::noop());
+    assert!(matches!(queue.poll_expired(&mut cx), Poll::Ready(None)));
+}
