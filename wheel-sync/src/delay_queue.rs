@@ -175,7 +175,7 @@ impl<T> DelayQueue<T> {
     pub fn insert_at(&mut self, value: T, deadline: Instant) -> Key {
         let tick = self.service.shared().clock.tick_for(deadline);
         let id = self.wheel.insert(tick, (value, deadline));
-        self.hurry(deadline);
+        self.hurry(tick);
         Key(id)
     }
 
@@ -233,7 +233,7 @@ impl<T> DelayQueue<T> {
         };
         *at = deadline;
         self.wheel.reschedule(key.0, tick);
-        self.hurry(deadline);
+        self.hurry(tick);
         true
     }
 
@@ -252,6 +252,33 @@ impl<T> DelayQueue<T> {
     /// ```
     pub fn deadline(&self, key: Key) -> Option<Instant> {
         self.wheel.get(key.0).map(|&(_, deadline)| deadline)
+    }
+
+    /// Makes room for `additional` more items without reallocating.
+    ///
+    /// # Panics
+    /// As [`Wheel::reserve`](wheel_core::Wheel::reserve): if the capacity
+    /// would pass what the wheel can index.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut queue = wheel_sync::DelayQueue::<u64>::new();
+    /// queue.reserve(1000);
+    /// assert!(queue.capacity() >= 1000);
+    /// ```
+    pub fn reserve(&mut self, additional: usize) {
+        self.wheel.reserve(additional);
+    }
+
+    /// Items the queue holds without reallocating.
+    ///
+    /// # Examples
+    /// ```
+    /// let queue = wheel_sync::DelayQueue::<u64>::new();
+    /// assert_eq!(queue.capacity(), 0);
+    /// ```
+    pub fn capacity(&self) -> usize {
+        self.wheel.capacity()
     }
 
     /// Items in the queue.
@@ -316,9 +343,12 @@ impl<T> DelayQueue<T> {
     /// assert!(queue.poll_expired(&mut cx).is_pending());
     /// ```
     pub fn poll_expired(&mut self, cx: &mut Context<'_>) -> Poll<Option<Expired<T>>> {
+        // The wheel's clock: never ahead of the service's. It moves when the
+        // sleep fires or the earliest deadline changes, so a poll that waits
+        // on an armed sleep reads no time.
+        let mut reached = self.wheel.now();
         loop {
-            let now = self.service.shared().clock.now_tick();
-            if let Some(expired) = self.wheel.advance(now).next() {
+            if let Some(expired) = self.wheel.advance(reached).next() {
                 let (value, deadline) = expired.value;
                 let key = Key(expired.id);
                 return Poll::Ready(Some(Expired {
@@ -330,17 +360,23 @@ impl<T> DelayQueue<T> {
             let Some(next) = self.wheel.next_expiration() else {
                 return Poll::Ready(None);
             };
-            // A tick past what `Instant` holds is never reached.
-            let due = self
-                .service
-                .shared()
-                .clock
-                .instant_of(next)
-                .unwrap_or_else(far_future);
+            let due = self.instant_of(next);
+            let armed = self.sleep.as_ref().is_some_and(|s| s.deadline() == due);
+            if !armed {
+                // A new earliest deadline: it may have passed already.
+                let now = self.service.shared().clock.now_tick();
+                if next <= now {
+                    reached = now;
+                    continue;
+                }
+            }
             let sleep = self.arm(due);
             if Pin::new(sleep).poll(cx).is_pending() {
                 return Poll::Pending;
             }
+            // Fired, so the clock has passed `next`; one read of it takes in
+            // every tick since.
+            reached = next.max(self.service.shared().clock.now_tick());
         }
     }
 
@@ -376,22 +412,33 @@ impl<T> DelayQueue<T> {
             .unwrap_or_else(far_future)
     }
 
-    /// The sleep, due at `due`: made on the first wait, moved after.
+    /// When `tick` begins, or a far future past what `Instant` holds.
+    fn instant_of(&self, tick: u64) -> Instant {
+        self.service
+            .shared()
+            .clock
+            .instant_of(tick)
+            .unwrap_or_else(far_future)
+    }
+
+    /// The sleep, due at `due`: made on the first wait, moved after. One
+    /// that already fired there stays fired.
     fn arm(&mut self, due: Instant) -> &mut Sleep {
         let service = &self.service;
         let sleep = self.sleep.get_or_insert_with(|| service.sleep_until(due));
-        if sleep.deadline() != due || sleep.is_elapsed() {
+        if sleep.deadline() != due {
             sleep.reset(due);
         }
         sleep
     }
 
-    /// An item now due at `deadline`: an armed sleep due later is moved
-    /// earlier, so the task that last polled is woken in time.
-    fn hurry(&mut self, deadline: Instant) {
+    /// An item now due at `tick`: an armed sleep due later is moved earlier,
+    /// so the task that last polled is woken in time.
+    fn hurry(&mut self, tick: u64) {
+        let due = self.instant_of(tick);
         if let Some(sleep) = &mut self.sleep {
-            if deadline < sleep.deadline() && !sleep.is_elapsed() {
-                sleep.reset(deadline);
+            if due < sleep.deadline() && !sleep.is_elapsed() {
+                sleep.reset(due);
             }
         }
     }

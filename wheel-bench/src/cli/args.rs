@@ -37,6 +37,7 @@ IMPLEMENTATIONS (each measured in its own child process):
                  as no timer is cancelled; timeouts: schedule + cancel)
     wheel-async  tasks awaiting wheel-sync's Sleep on a tokio multi-thread runtime
                  (timeouts: a Sleep polled once, dropped)
+    wheel-queue  one task draining a wheel-sync DelayQueue (timeouts: one queue per thread)
     tokio        tasks awaiting tokio::time::sleep (timeouts: a Sleep polled once, dropped)
     delayqueue   one task draining a tokio_util DelayQueue (timeouts: one queue per thread)
     heap         a Mutex<BinaryHeap> + Condvar scheduler thread with lazy cancel

@@ -36,6 +36,7 @@ pub fn run(args: &DelayArgs, imp: Impl, progress: bool) -> Result<DelayOutcome, 
         Impl::Heap => heap(args, progress),
         Impl::Wheel => wheel(args, progress),
         Impl::WheelAsync => wheel_tasks(args, progress),
+        Impl::WheelQueue => wheel_queue(args, progress),
     }
 }
 
@@ -71,6 +72,27 @@ fn wheel_tasks(args: &DelayArgs, progress: bool) -> Result<DelayOutcome, RunErro
     });
     rt.block_on(spawner)?;
     run.scheduled();
+    Ok(run.finish()?)
+}
+
+/// `delayqueue`'s shape on wheel-sync: one task owns every deadline, and
+/// the service holds one timer for the whole queue.
+fn wheel_queue(args: &DelayArgs, progress: bool) -> Result<DelayOutcome, RunError> {
+    let service = TimerService::builder().build()?;
+    let rt = tokio::runtime::Builder::new_current_thread().build()?;
+    let mut run = Run::start(args, Impl::WheelQueue, progress)?;
+    let rec = run.rec;
+    let mut queue = wheel_sync::DelayQueue::with_service(&service);
+    queue.reserve(usize::try_from(args.timers).unwrap_or(0));
+    for d in run.draws() {
+        queue.insert_at(d, rec.at(d));
+    }
+    run.scheduled();
+    rt.block_on(async {
+        while let Some(expired) = queue.next_expired().await {
+            rec.fire(expired.value);
+        }
+    });
     Ok(run.finish()?)
 }
 

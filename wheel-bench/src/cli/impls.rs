@@ -10,6 +10,8 @@ pub enum Impl {
     /// Tasks awaiting `wheel-sync`'s `Sleep` on a tokio multi-thread runtime
     /// (in `timeouts`: a `Sleep` polled once, then dropped).
     WheelAsync,
+    /// One task draining a `wheel_sync::DelayQueue`.
+    WheelQueue,
     /// Tasks awaiting `tokio::time::sleep`.
     Tokio,
     /// One task draining a `tokio_util::time::DelayQueue`.
@@ -20,9 +22,10 @@ pub enum Impl {
 
 impl Impl {
     /// Every implementation, in the order the tables list them.
-    pub const ALL: [Impl; 5] = [
+    pub const ALL: [Impl; 6] = [
         Impl::Wheel,
         Impl::WheelAsync,
+        Impl::WheelQueue,
         Impl::Tokio,
         Impl::DelayQueue,
         Impl::Heap,
@@ -33,6 +36,7 @@ impl Impl {
         match self {
             Impl::Wheel => "wheel",
             Impl::WheelAsync => "wheel-async",
+            Impl::WheelQueue => "wheel-queue",
             Impl::Tokio => "tokio",
             Impl::DelayQueue => "delayqueue",
             Impl::Heap => "heap",

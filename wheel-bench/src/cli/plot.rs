@@ -25,6 +25,7 @@ fn color(imp: Impl) -> RGBColor {
     match imp {
         Impl::Wheel => RGBColor(0x1f, 0x77, 0xb4),
         Impl::WheelAsync => RGBColor(0x17, 0xbe, 0xcf),
+        Impl::WheelQueue => RGBColor(0x94, 0x67, 0xbd),
         Impl::Tokio => RGBColor(0xd6, 0x27, 0x28),
         Impl::DelayQueue => RGBColor(0xff, 0x7f, 0x0e),
         Impl::Heap => RGBColor(0x2c, 0xa0, 0x2c),

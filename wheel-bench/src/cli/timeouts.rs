@@ -74,6 +74,20 @@ pub fn run(args: &TimeoutsArgs, imp: Impl, progress: bool) -> Result<TimeoutsOut
                 })
             })
         }
+        Impl::WheelQueue => {
+            let service = TimerService::builder().build()?;
+            bench.drive(|lane| {
+                let mut cx = Context::from_waker(Waker::noop());
+                // One queue per thread, as for `delayqueue`.
+                let mut queue = wheel_sync::DelayQueue::with_service(&service);
+                lane.count(|| {
+                    let key = queue.insert((), TIMEOUT);
+                    let _ = queue.poll_expired(&mut cx);
+                    queue.remove(key);
+                    Ok(())
+                })
+            })
+        }
         Impl::Wheel => {
             let service = TimerService::builder().build()?;
             bench.drive(|lane| {
