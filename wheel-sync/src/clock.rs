@@ -97,19 +97,18 @@ impl Clock {
         divide(tick_ns)
     }
 
-    /// Now, as the driver and the clock's own reads see it. Under loom,
-    /// which has no clock, it stays at the origin: a model's deadlines are
+    /// Now, as the driver and the clock's own reads see it: a manual
+    /// clock's time, else the monotonic clock's. Under loom, which has no
+    /// clock, the monotonic one stays at the origin: a model's deadlines are
     /// in the past or an hour away, and how fast the machine runs an
     /// interleaving cannot change what the driver does in it (loom aborts
     /// a model whose runs of one interleaving differ).
     #[inline]
     pub(crate) fn now(&self) -> Instant {
-        if cfg!(loom) {
-            return self.origin;
-        }
         match self.manual_ns() {
-            None => Instant::now(),
             Some(ns) => self.origin + Duration::from_nanos(ns),
+            None if cfg!(loom) => self.origin,
+            None => Instant::now(),
         }
     }
 

@@ -5,8 +5,9 @@
 //! hour away, so every `schedule(HOUR)` here parks) displacing each other,
 //! retracted by a cancel, swept by the driver, abandoned at shutdown, and
 //! detached callbacks (no entry: queued and filed by value) fired, or
-//! dropped unrun by a racing shutdown, a parked `Sleep` reset earlier, and
-//! sleeps fired in one round, woken through the relay.
+//! dropped unrun by a racing shutdown, a parked `Sleep` reset earlier,
+//! sleeps fired in one round, woken through the relay, and a manual clock's
+//! `advance`, which returns only once what came due has fired.
 //!
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p wheel-sync --release --test loom_service`
 //!
@@ -206,6 +207,32 @@ fn sleeps_fired_together_all_complete() {
         loom::future::block_on(timers.sleep_until(past()));
         other.join().unwrap();
         wait_until(|| timers.pending() == 0);
+        timers.shutdown().unwrap();
+    });
+}
+
+#[test]
+fn advance_returns_once_what_came_due_has_fired() {
+    // However the driver's round interleaves with the advance (asleep,
+    // mid-round with the old time, parking), a timer scheduled before it is
+    // filed and fired by a round that saw the new time, before it returns.
+    model(|| {
+        let timers = TimerService::builder().manual_clock().build().unwrap();
+        let fired = counter();
+        let advancer = {
+            let (timers, fired) = (timers.clone(), fired.clone());
+            thread::spawn(move || {
+                let count = fired.clone();
+                timers
+                    .schedule_detached(Duration::from_millis(1), move || {
+                        count.fetch_add(1, Ordering::SeqCst);
+                    })
+                    .unwrap();
+                timers.advance(Duration::from_millis(1)).unwrap();
+                assert_eq!(fired.load(Ordering::SeqCst), 1);
+            })
+        };
+        advancer.join().unwrap();
         timers.shutdown().unwrap();
     });
 }
