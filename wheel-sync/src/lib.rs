@@ -1074,3 +1074,16 @@ impl fmt::Debug for TimerHandle {
             .finish()
     }
 }
+
+// Compile-time proof that the futures and queues move between an
+// executor's threads (and the handles are shared by them).
+const _: fn() = || {
+    fn send<S: Send>() {}
+    fn send_sync<S: Send + Sync>() {}
+    send_sync::<TimerService>();
+    send_sync::<TimerHandle>();
+    send::<Sleep>();
+    send::<Timeout<core::future::Ready<()>>>();
+    send::<Interval>();
+    send::<DelayQueue<Vec<u8>>>();
+};
