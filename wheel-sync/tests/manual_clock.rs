@@ -211,3 +211,23 @@ fn advance_is_refused_on_the_monotonic_clock_and_after_shutdown() {
         "timer service has shut down"
     );
 }
+
+#[test]
+fn advancing_as_far_as_the_clock_goes_saturates_and_fires_all_but_never() {
+    let timers = manual();
+    let fired = Arc::new(AtomicUsize::new(0));
+    for delay in [ms(1), Duration::from_secs(3600), Duration::MAX] {
+        let count = fired.clone();
+        timers
+            .schedule(delay, move || {
+                count.fetch_add(1, SeqCst);
+            })
+            .unwrap();
+    }
+    timers.advance(Duration::MAX).unwrap();
+    // Saturated: no overflow.
+    timers.advance(Duration::MAX).unwrap();
+    // 584 years on: a delay past what `Instant` holds means never.
+    assert_eq!(fired.load(SeqCst), 2);
+    assert_eq!(timers.pending(), 1);
+}
