@@ -6,25 +6,14 @@
 #![cfg(not(loom))]
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
-use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use wheel_sync::delay_queue::Key;
 use wheel_sync::{DelayQueue, TimerService};
 
-#[expect(dead_code, reason = "this test needs only the generator")]
 mod common;
-use common::XorShift;
-
-fn manual() -> TimerService {
-    TimerService::builder().manual_clock().build().unwrap()
-}
-
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
+use common::{counting_waker, manual, ms, XorShift};
 
 /// Takes out everything `poll_expired` hands over without waiting.
 fn drain_due(queue: &mut DelayQueue<u64>, cx: &mut Context<'_>) -> Vec<(u64, Instant)> {
@@ -99,26 +88,11 @@ fn items_come_out_exactly_when_due_against_a_model() {
     assert!(timers.pending() <= 1);
 }
 
-/// Counts its wakes.
-struct Count(AtomicUsize);
-
-impl Wake for Count {
-    fn wake(self: Arc<Self>) {
-        self.0.fetch_add(1, SeqCst);
-    }
-}
-
-fn counting() -> (Arc<Count>, Waker) {
-    let count = Arc::new(Count(AtomicUsize::new(0)));
-    let waker = Waker::from(count.clone());
-    (count, waker)
-}
-
 #[test]
 fn a_waiting_task_is_woken_by_the_earliest_deadline_even_one_added_later() {
     let timers = manual();
     let mut queue = DelayQueue::with_service(&timers);
-    let (count, waker) = counting();
+    let (count, waker) = counting_waker();
     let mut cx = Context::from_waker(&waker);
     queue.insert(1, ms(100));
     assert!(queue.poll_expired(&mut cx).is_pending());
@@ -126,7 +100,7 @@ fn a_waiting_task_is_woken_by_the_earliest_deadline_even_one_added_later() {
     // An earlier item, inserted while the task waits for the later one.
     let early = queue.insert(2, ms(10));
     timers.advance(ms(10)).unwrap();
-    assert_eq!(count.0.load(SeqCst), 1);
+    assert_eq!(count.count(), 1);
     let Poll::Ready(Some(expired)) = queue.poll_expired(&mut cx) else {
         panic!("the early item did not come out");
     };
@@ -138,7 +112,7 @@ fn a_waiting_task_is_woken_by_the_earliest_deadline_even_one_added_later() {
     assert!(queue.poll_expired(&mut cx).is_pending());
     assert!(queue.reset(key, ms(5)));
     timers.advance(ms(5)).unwrap();
-    assert_eq!(count.0.load(SeqCst), 2);
+    assert_eq!(count.count(), 2);
     assert!(matches!(queue.poll_expired(&mut cx), Poll::Ready(Some(e)) if e.value == 3));
 }
 

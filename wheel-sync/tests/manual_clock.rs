@@ -8,23 +8,14 @@
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Poll, Waker};
 use std::thread;
 use std::time::Duration;
 
 use wheel_sync::{AdvanceError, TimerService};
 
-#[expect(dead_code, reason = "this test needs only the generator")]
 mod common;
-use common::XorShift;
-
-fn manual() -> TimerService {
-    TimerService::builder().manual_clock().build().unwrap()
-}
-
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
+use common::{counting_waker, manual, ms, XorShift};
 
 #[test]
 fn every_timer_fires_in_the_advance_that_passes_its_deadline_in_deadline_order() {
@@ -115,33 +106,21 @@ fn a_timer_scheduled_on_another_thread_before_the_advance_fires_in_it() {
     assert_eq!(fired.load(SeqCst), 1);
 }
 
-/// Counts its wakes.
-struct Count(AtomicUsize);
-
-impl Wake for Count {
-    fn wake(self: Arc<Self>) {
-        self.0.fetch_add(1, SeqCst);
-    }
-}
-
 #[test]
 fn sleeps_fired_together_are_all_woken_when_advance_returns() {
     let timers = manual();
-    let waker_counts: Vec<Arc<Count>> = (0..16)
-        .map(|_| Arc::new(Count(AtomicUsize::new(0))))
-        .collect();
+    let wakers: Vec<_> = (0..16).map(|_| counting_waker()).collect();
     let mut sleeps: Vec<_> = (0..16).map(|_| Box::pin(timers.sleep(ms(10)))).collect();
-    for (sleep, count) in sleeps.iter_mut().zip(&waker_counts) {
-        let waker = Waker::from(count.clone());
+    for (sleep, (_, waker)) in sleeps.iter_mut().zip(&wakers) {
         assert!(sleep
             .as_mut()
-            .poll(&mut Context::from_waker(&waker))
+            .poll(&mut Context::from_waker(waker))
             .is_pending());
     }
     timers.advance(ms(10)).unwrap();
     // None was polled again: the driver woke them all, not one task.
-    for count in &waker_counts {
-        assert_eq!(count.0.load(SeqCst), 1);
+    for (count, _) in &wakers {
+        assert_eq!(count.count(), 1);
     }
     for sleep in &mut sleeps {
         assert!(sleep

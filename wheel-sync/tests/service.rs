@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use wheel_sync::{ScheduleError, ShutdownError, TimerHandle, TimerService};
 
 mod common;
-use common::XorShift;
+use common::{counting_waker, CountingWaker, XorShift};
 
 /// How long any condition may take to come true before a test gives up.
 const PATIENCE: Duration = Duration::from_secs(10);
@@ -48,31 +48,6 @@ impl Drop for DropFlag {
 fn drop_flag() -> (DropFlag, Arc<AtomicBool>) {
     let flag = Arc::new(AtomicBool::new(false));
     (DropFlag(flag.clone()), flag)
-}
-
-/// A waker that counts its wake-ups.
-#[derive(Default)]
-struct CountingWaker(AtomicUsize);
-
-impl CountingWaker {
-    fn count(&self) -> usize {
-        self.0.load(SeqCst)
-    }
-}
-
-impl Wake for CountingWaker {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.0.fetch_add(1, SeqCst);
-    }
-}
-
-fn counting_waker() -> (Arc<CountingWaker>, Waker) {
-    let counter = Arc::new(CountingWaker::default());
-    (counter.clone(), Waker::from(counter))
 }
 
 fn poll_once<F: Future + Unpin>(future: &mut F, waker: &Waker) -> Poll<F::Output> {

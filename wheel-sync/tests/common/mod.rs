@@ -1,7 +1,47 @@
-//! What the integration tests share.
+//! What the integration tests share; each test binary uses part of it.
+#![allow(dead_code)]
 
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::Arc;
+use std::task::{Wake, Waker};
 use std::thread;
 use std::time::{Duration, Instant};
+
+use wheel_sync::TimerService;
+
+/// A service on a manual clock: time moves only by `advance`.
+pub fn manual() -> TimerService {
+    TimerService::builder().manual_clock().build().unwrap()
+}
+
+pub fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// A waker that counts its wake-ups.
+#[derive(Default)]
+pub struct CountingWaker(AtomicUsize);
+
+impl CountingWaker {
+    pub fn count(&self) -> usize {
+        self.0.load(SeqCst)
+    }
+}
+
+impl Wake for CountingWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.fetch_add(1, SeqCst);
+    }
+}
+
+pub fn counting_waker() -> (Arc<CountingWaker>, Waker) {
+    let counter = Arc::new(CountingWaker::default());
+    (counter.clone(), Waker::from(counter))
+}
 
 /// Polls `cond` until it holds or `limit` runs out; returns whether it held.
 pub fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
