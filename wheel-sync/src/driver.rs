@@ -848,9 +848,9 @@ impl Driver {
         {
             DriverStats::bump(&shared.stats.wakeups, 1);
             match plan {
-                // Idle: nothing can come due, so nothing to reclaim either.
-                // Idle, or a manual clock that only `advance` moves (and
-                // wakes the driver for).
+                // Idle: nothing can come due, so nothing to reclaim either;
+                // or a manual clock, which only `advance` moves (waking the
+                // driver as it does).
                 None => thread::park(),
                 Some(_) if self.shared.clock.manual_ns().is_some() => thread::park(),
                 Some(tick) => {

@@ -62,6 +62,17 @@ impl Sleep {
         }
     }
 
+    /// Now, by the service's clock.
+    pub(crate) fn now(&self) -> Instant {
+        self.service.shared().clock.now()
+    }
+
+    /// Wakes the sleeps whose wakers a round handed over (see "Wakes" in the
+    /// crate docs): what polling this sleep does first.
+    pub(crate) fn wake_handed(&self) {
+        self.service.shared().relay.wake_handed();
+    }
+
     /// When this sleep completes.
     ///
     /// # Examples
@@ -142,19 +153,6 @@ impl Sleep {
             // (and to sweep the slots, for a parked one).
             shared.hurry(tick);
         }
-    }
-}
-
-impl Sleep {
-    /// Now, by the service's clock.
-    pub(crate) fn now(&self) -> Instant {
-        self.service.shared().clock.now()
-    }
-
-    /// Wakes the sleeps whose wakers a round handed over (see "Wakes" in the
-    /// crate docs): what polling this sleep does first.
-    pub(crate) fn wake_handed(&self) {
-        self.service.shared().relay.wake_handed();
     }
 }
 
