@@ -82,9 +82,9 @@
 //! # The global service
 //!
 //! [`sleep`], [`sleep_until`], [`timeout`], [`timeout_at`], [`interval`]
-//! and [`interval_at`] work on [`TimerService::global`], a service started on first use that lives as
-//! long as the process: what `tokio::time::sleep` is to a tokio runtime, with
-//! no runtime context to enter. Each thread goes through a clone of its own,
+//! and [`interval_at`] work on [`TimerService::global`], a service started
+//! on first use that lives as long as the process: what `tokio::time::sleep`
+//! is to a tokio runtime, with no runtime context to enter. Each thread goes through a clone of its own,
 //! so threads making sleeps this way never contend on one handle count.
 //!
 //! ```
