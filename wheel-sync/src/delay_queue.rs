@@ -100,8 +100,10 @@ pub struct DelayQueue<T> {
     /// Each item with its exact deadline; the wheel's ticks are the
     /// service's, rounded up.
     wheel: Wheel<(T, Instant)>,
-    /// Due at the wheel's next expiration, once the queue has had to wait.
-    sleep: Option<Sleep>,
+    /// Due when the tick beside it begins (the wheel's next expiration),
+    /// once the queue has had to wait. The tick is kept so that polls and
+    /// inserts compare ticks, not `Instant`s made from them.
+    sleep: Option<(Sleep, u64)>,
 }
 
 impl<T> DelayQueue<T> {
@@ -360,8 +362,7 @@ impl<T> DelayQueue<T> {
             let Some(next) = self.wheel.next_expiration() else {
                 return Poll::Ready(None);
             };
-            let due = self.instant_of(next);
-            let armed = self.sleep.as_ref().is_some_and(|s| s.deadline() == due);
+            let armed = matches!(self.sleep, Some((_, tick)) if tick == next);
             if !armed {
                 // A new earliest deadline: it may have passed already.
                 let now = self.service.shared().clock.now_tick();
@@ -370,7 +371,7 @@ impl<T> DelayQueue<T> {
                     continue;
                 }
             }
-            let sleep = self.arm(due);
+            let sleep = self.arm(next);
             if Pin::new(sleep).poll(cx).is_pending() {
                 return Poll::Pending;
             }
@@ -413,21 +414,24 @@ impl<T> DelayQueue<T> {
     }
 
     /// When `tick` begins, or a far future past what `Instant` holds.
-    fn instant_of(&self, tick: u64) -> Instant {
-        self.service
+    fn instant_of(service: &TimerService, tick: u64) -> Instant {
+        service
             .shared()
             .clock
             .instant_of(tick)
             .unwrap_or_else(far_future)
     }
 
-    /// The sleep, due at `due`: made on the first wait, moved after. One
-    /// that already fired there stays fired.
-    fn arm(&mut self, due: Instant) -> &mut Sleep {
+    /// The sleep, due when `tick` begins: made on the first wait, moved
+    /// after. One that already fired there stays fired.
+    fn arm(&mut self, tick: u64) -> &mut Sleep {
         let service = &self.service;
-        let sleep = self.sleep.get_or_insert_with(|| service.sleep_until(due));
-        if sleep.deadline() != due {
-            sleep.reset(due);
+        let (sleep, armed) = self
+            .sleep
+            .get_or_insert_with(|| (service.sleep_until(Self::instant_of(service, tick)), tick));
+        if *armed != tick {
+            sleep.reset(Self::instant_of(service, tick));
+            *armed = tick;
         }
         sleep
     }
@@ -435,10 +439,10 @@ impl<T> DelayQueue<T> {
     /// An item now due at `tick`: an armed sleep due later is moved earlier,
     /// so the task that last polled is woken in time.
     fn hurry(&mut self, tick: u64) {
-        let due = self.instant_of(tick);
-        if let Some(sleep) = &mut self.sleep {
-            if due < sleep.deadline() && !sleep.is_elapsed() {
-                sleep.reset(due);
+        if let Some((sleep, armed)) = &mut self.sleep {
+            if tick < *armed && !sleep.is_elapsed() {
+                sleep.reset(Self::instant_of(&self.service, tick));
+                *armed = tick;
             }
         }
     }
@@ -456,7 +460,7 @@ impl<T: fmt::Debug> fmt::Debug for DelayQueue<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DelayQueue")
             .field("len", &self.len())
-            .field("sleep", &self.sleep)
+            .field("sleep", &self.sleep.as_ref().map(|(sleep, _)| sleep))
             .finish_non_exhaustive()
     }
 }

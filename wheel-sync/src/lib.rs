@@ -826,7 +826,7 @@ impl TimerService {
     /// assert!(start.elapsed() >= Duration::from_millis(4)); // at 0, 2 and 4 ms
     /// ```
     pub fn interval(&self, period: Duration) -> Interval {
-        self.interval_at(self.shared().clock.now(), period)
+        self.interval_at(self.now(), period)
     }
 
     /// Ticks at `start` and every `period` after it, on one reused timer
