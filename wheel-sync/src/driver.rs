@@ -59,7 +59,7 @@ use crate::queue::{Consumer, Producer};
 use crate::relay::Relay;
 use crate::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use crate::sync::{thread, Arc, Backoff, Mutex};
-use crate::ScheduleError;
+use crate::{AdvanceError, ScheduleError};
 
 /// Submissions filed per round before the driver fires what is due.
 pub(crate) const BATCH: usize = if cfg!(loom) { 2 } else { 4096 };
@@ -452,23 +452,27 @@ impl Shared {
 
     /// Moves a manual clock forward by `by`, wakes the driver, and waits
     /// until it has fired everything due by the new time; from the driver
-    /// thread (a callback), returns at once. `None` for the monotonic clock;
-    /// `Some(false)` if the service shut down first.
-    pub(crate) fn advance(&self, by: Duration) -> Option<bool> {
-        let target = self.clock.advance(by)?;
+    /// thread (a callback), returns at once.
+    pub(crate) fn advance(&self, by: Duration) -> Result<(), AdvanceError> {
+        let target = self.clock.advance(by).ok_or(AdvanceError::NotManual)?;
         self.sleeping_until.store(AWAKE, Ordering::Relaxed);
         self.unpark_driver();
+        let shut_down = || {
+            if self.is_shutdown() {
+                Err(AdvanceError::Shutdown)
+            } else {
+                Ok(())
+            }
+        };
         if self.on_driver_thread() {
-            return Some(!self.is_shutdown());
+            return shut_down();
         }
         let backoff = Backoff::new();
         while self.caught_up.load(Ordering::Acquire) < target {
-            if self.is_shutdown() {
-                return Some(false);
-            }
+            shut_down()?;
             backoff.snooze();
         }
-        Some(true)
+        Ok(())
     }
 
     fn unpark_driver(&self) {

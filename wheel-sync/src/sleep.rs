@@ -182,10 +182,9 @@ impl Future for Sleep {
 
 impl Drop for Sleep {
     fn drop(&mut self) {
+        self.wake_handed();
         let entry = &self.entry;
-        let shared = self.service.shared();
-        shared.relay.wake_handed();
-        shared.cancel(entry, || entry.erased());
+        self.service.shared().cancel(entry, || entry.erased());
     }
 }
 
