@@ -1,6 +1,11 @@
 //! Maps monotonic `Instant`s to wheel ticks. Deadlines round up, the clock
 //! rounds down, so a timer never fires before its deadline.
 //!
+//! A deadline past what a tick can count (a state word holds 61 bits of
+//! tick; at a 1 ns tick that is 73 years), or past what `Instant` holds
+//! (`Duration::MAX` from now), maps to [`NEVER`], which the clock never
+//! reaches: such a timer never comes due, however far a manual clock moves.
+//!
 //! A manual clock (for tests) reads the origin plus however far
 //! [`TimerService::advance`](crate::TimerService::advance) has moved it.
 
@@ -11,6 +16,8 @@ use crate::sync::atomic::{AtomicU64, Ordering};
 
 /// The builder's default tick, 1 ms, in nanoseconds.
 pub(crate) const DEFAULT_TICK_NS: u64 = 1_000_000;
+/// The tick of a deadline that never comes: the clock stops short of it.
+pub(crate) const NEVER: u64 = MAX_TICK;
 
 /// Tick 0 starts at `origin`; each tick lasts `tick`.
 #[derive(Debug)]
@@ -70,11 +77,16 @@ impl Clock {
     }
 
     /// The first tick at or after `deadline`: a timer due then fires when
-    /// the clock reaches that tick, never before `deadline`.
+    /// the clock reaches that tick, never before `deadline`; [`NEVER`] past
+    /// the range.
     #[inline]
     pub(crate) fn tick_for(&self, deadline: Instant) -> u64 {
         let ns = self.ns_since_origin(deadline);
-        self.by_tick(|tick_ns| ns.div_ceil(tick_ns)).min(MAX_TICK)
+        if ns == u64::MAX {
+            // Saturated: at or past 584 years, beyond what the clock counts.
+            return NEVER;
+        }
+        self.by_tick(|tick_ns| ns.div_ceil(tick_ns)).min(NEVER)
     }
 
     /// `divide(tick_ns)`, with the default tick passed as a constant: the
@@ -112,13 +124,46 @@ impl Clock {
         }
     }
 
-    /// The tick `delay` from now, rounded up.
+    /// The tick `delay` from now, rounded up ([`NEVER`] past the range).
     #[inline]
     pub(crate) fn tick_after(&self, delay: Duration) -> u64 {
-        match self.now().checked_add(delay) {
-            Some(deadline) => self.tick_for(deadline),
-            None => MAX_TICK,
+        self.deadline_after(delay).1
+    }
+
+    /// The deadline `delay` from now, and its tick. Past what `Instant`
+    /// holds, the deadline is the latest this clock can name and the tick
+    /// is [`NEVER`]: the deadline is for display, the tick decides.
+    #[inline]
+    pub(crate) fn deadline_after(&self, delay: Duration) -> (Instant, u64) {
+        let now = self.now();
+        match now.checked_add(delay) {
+            Some(deadline) => (deadline, self.tick_for(deadline)),
+            None => (self.never_instant(), NEVER),
         }
+    }
+
+    /// An `Instant` for a deadline that never comes: a millennium past the
+    /// origin, beyond the 584 years of nanoseconds the clock counts, so
+    /// that no reading of this clock reaches it.
+    pub(crate) fn never_instant(&self) -> Instant {
+        const MILLENNIUM: Duration = Duration::from_secs(1000 * 365 * 24 * 3600);
+        self.origin.checked_add(MILLENNIUM).unwrap_or(self.origin)
+    }
+
+    /// When `tick` begins, as a deadline: [`never_instant`](Self::never_instant)
+    /// for [`NEVER`], or past what `Instant` holds.
+    pub(crate) fn deadline_of(&self, tick: u64) -> Instant {
+        match tick {
+            NEVER.. => self.never_instant(),
+            _ => self
+                .instant_of(tick)
+                .unwrap_or_else(|| self.never_instant()),
+        }
+    }
+
+    /// One tick's length.
+    pub(crate) fn tick(&self) -> Duration {
+        Duration::from_nanos(self.tick_ns)
     }
 
     /// The last tick that has begun.
@@ -127,11 +172,11 @@ impl Clock {
         self.tick_at(self.now())
     }
 
-    /// The last tick begun at `t`.
+    /// The last tick begun at `t`; never [`NEVER`], which stays ahead.
     #[inline]
     pub(crate) fn tick_at(&self, t: Instant) -> u64 {
         let ns = self.ns_since_origin(t);
-        self.by_tick(|tick_ns| ns / tick_ns).min(MAX_TICK)
+        self.by_tick(|tick_ns| ns / tick_ns).min(NEVER - 1)
     }
 
     /// How far `t` is past the start of `tick`, in nanoseconds (0 if not);

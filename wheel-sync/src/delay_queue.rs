@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use wheel_core::{TimerId, Wheel};
 
-use crate::{far_future, Sleep, TimerService};
+use crate::{Sleep, TimerService};
 
 /// Names an item in a [`DelayQueue`]. Keys are generational: once the item
 /// has expired or been removed, its key names nothing, even if the queue
@@ -156,8 +156,8 @@ impl<T> DelayQueue<T> {
     /// assert!(queue.deadline(key).is_some());
     /// ```
     pub fn insert(&mut self, value: T, delay: Duration) -> Key {
-        let deadline = self.after(delay);
-        self.insert_at(value, deadline)
+        let (deadline, tick) = self.service.shared().clock.deadline_after(delay);
+        self.insert_tick(value, deadline, tick)
     }
 
     /// Inserts `value`, due at `deadline` (at once if it has passed).
@@ -176,6 +176,11 @@ impl<T> DelayQueue<T> {
     /// ```
     pub fn insert_at(&mut self, value: T, deadline: Instant) -> Key {
         let tick = self.service.shared().clock.tick_for(deadline);
+        self.insert_tick(value, deadline, tick)
+    }
+
+    /// Inserts `value`, due at `deadline`, whose tick is `tick`.
+    fn insert_tick(&mut self, value: T, deadline: Instant, tick: u64) -> Key {
         let id = self.wheel.insert(tick, (value, deadline));
         self.hurry(tick);
         Key(id)
@@ -211,8 +216,8 @@ impl<T> DelayQueue<T> {
     /// assert!(queue.reset(key, Duration::from_secs(60)));
     /// ```
     pub fn reset(&mut self, key: Key, delay: Duration) -> bool {
-        let deadline = self.after(delay);
-        self.reset_at(key, deadline)
+        let (deadline, tick) = self.service.shared().clock.deadline_after(delay);
+        self.reset_tick(key, deadline, tick)
     }
 
     /// Moves the item's deadline to `deadline`; `false` if `key` names
@@ -230,6 +235,11 @@ impl<T> DelayQueue<T> {
     /// ```
     pub fn reset_at(&mut self, key: Key, deadline: Instant) -> bool {
         let tick = self.service.shared().clock.tick_for(deadline);
+        self.reset_tick(key, deadline, tick)
+    }
+
+    /// Moves the item's deadline to `deadline`, whose tick is `tick`.
+    fn reset_tick(&mut self, key: Key, deadline: Instant, tick: u64) -> bool {
         let Some((_, at)) = self.wheel.get_mut(key.0) else {
             return false;
         };
@@ -405,32 +415,23 @@ impl<T> DelayQueue<T> {
         poll_fn(|cx| self.poll_expired(cx)).await
     }
 
-    /// `delay` from now by the service's clock, or a far future.
-    fn after(&self, delay: Duration) -> Instant {
-        self.service
-            .now()
-            .checked_add(delay)
-            .unwrap_or_else(far_future)
-    }
-
-    /// When `tick` begins, or a far future past what `Instant` holds.
+    /// When `tick` begins, for the sleep's deadline (the tick decides).
     fn instant_of(service: &TimerService, tick: u64) -> Instant {
-        service
-            .shared()
-            .clock
-            .instant_of(tick)
-            .unwrap_or_else(far_future)
+        service.shared().clock.deadline_of(tick)
     }
 
     /// The sleep, due when `tick` begins: made on the first wait, moved
     /// after. One that already fired there stays fired.
     fn arm(&mut self, tick: u64) -> &mut Sleep {
         let service = &self.service;
-        let (sleep, armed) = self
-            .sleep
-            .get_or_insert_with(|| (service.sleep_until(Self::instant_of(service, tick)), tick));
+        let (sleep, armed) = self.sleep.get_or_insert_with(|| {
+            (
+                service.sleep_at_tick(Self::instant_of(service, tick), tick),
+                tick,
+            )
+        });
         if *armed != tick {
-            sleep.reset(Self::instant_of(service, tick));
+            sleep.reset_tick(Self::instant_of(service, tick), tick);
             *armed = tick;
         }
         sleep
@@ -441,7 +442,7 @@ impl<T> DelayQueue<T> {
     fn hurry(&mut self, tick: u64) {
         if let Some((sleep, armed)) = &mut self.sleep {
             if tick < *armed && !sleep.is_elapsed() {
-                sleep.reset(Self::instant_of(&self.service, tick));
+                sleep.reset_tick(Self::instant_of(&self.service, tick), tick);
                 *armed = tick;
             }
         }

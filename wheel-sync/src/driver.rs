@@ -38,30 +38,41 @@
 //! - Backpressure: a producer that finds more than [`BACKLOG_HIGH`]
 //!   submissions queued yields to the driver until half are filed, so the
 //!   queue (and memory) stays bounded when producers outnumber cores.
-//! - Shutdown: the flag is set, the driver is unparked unconditionally, and
-//!   its last round files every parked and queued submission and then
-//!   abandons every pending timer. A producer that pushed or parked
-//!   concurrently re-checks the flag afterwards and abandons its own timer
-//!   (taking a parked one back first), so none is stranded.
+//! - Shutdown is a Dekker pair on the flag and the `pending` count, each
+//!   side with a SeqCst fence: a producer counts its timer in, fences, then
+//!   reads the flag, and backs out if it is set; the driver, once it sees
+//!   the flag, stores it again itself, fences, then files, sweeps and
+//!   abandons until the count reads zero. So a timer whose producer did not
+//!   see the flag is counted where the driver looks, and the driver waits
+//!   for its message (however late its producer writes it); every other
+//!   producer gets `Err(Shutdown)`. No timer admitted `Ok` is stranded, and
+//!   the driver's count of the abandoned is exact.
+//! - User code never unwinds into the driver: callbacks, wakers and the
+//!   drops of closures are caught and counted where they run, and a
+//!   cancelled timer's closure is dropped by the cancelling thread.
 
 use core::fmt;
 use core::task::Waker;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
 use wheel_core::{BucketWheel, Wheel};
 
 use crate::clock::Clock;
-use crate::entry::{self, EntryRef, CANCELLED, FIRED, PENDING, SLOT_NEW, SLOT_OUT};
+use crate::entry::{self, EntryRef, Firing, CANCELLED, PENDING, SLOT_NEW, SLOT_OUT};
+use crate::executor::Executor;
 use crate::job::Job;
 use crate::parked::{self, Slots};
 use crate::queue::{Consumer, Producer};
 use crate::relay::Relay;
 use crate::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use crate::sync::{thread, Arc, Backoff, Mutex};
-use crate::{AdvanceError, ScheduleError};
+use crate::{AdvanceError, ScheduleError, ShutdownReport};
 
-/// Submissions filed per round before the driver fires what is due.
+/// Submissions filed per round before the driver fires what is due, and
+/// timers fired per round at most: a round's work is bounded, so a burst
+/// never holds off what is due, nor a flood of due timers the submissions.
 pub(crate) const BATCH: usize = if cfg!(loom) { 2 } else { 4096 };
 /// Due timers taken out of the wheel at a time before any of them fires
 /// (see [`Driver::fire_due`]).
@@ -84,6 +95,14 @@ pub(crate) const RECLAIM_EVERY: Duration = Duration::from_millis(100);
 const AHEAD_CHUNK: usize = 1024;
 /// Cascading ahead stops this close to the next expiration.
 const AHEAD_MARGIN: Duration = Duration::from_micros(200);
+/// Rounds that yield to a producer whose submission is claimed but not
+/// yet written, before the driver naps between looks instead.
+const STALL_YIELDS: u32 = 16;
+/// The longest such nap.
+const STALL_NAP: Duration = Duration::from_millis(1);
+/// How long a shutting-down driver waits for an admitted timer's message
+/// while none arrives.
+const SHUTDOWN_PATIENCE: Duration = Duration::from_secs(10);
 /// `sleeping_until` while the driver is awake.
 const AWAKE: u64 = 0;
 /// `sleeping_until` while it sleeps with an empty wheel.
@@ -124,6 +143,14 @@ pub(crate) struct Shared {
     /// start of the driver's last round that drained the queue, so
     /// everything due by then has fired. Untouched under the monotonic clock.
     caught_up: AtomicU64,
+    /// Panics of user code caught on threads other than the driver: the
+    /// drop of a cancelled callback's closure or of a sleep's waker.
+    panicked: AtomicU64,
+    /// Where due callbacks run, if not on the driver.
+    executor: Option<Executor>,
+    /// The driver's last word: how many timers its shutdown abandoned.
+    /// Read after joining it, so no panic after it can lose the count.
+    unfired: AtomicUsize,
 }
 
 /// Counters only the driver writes.
@@ -136,6 +163,11 @@ pub(crate) struct DriverStats {
     pub(crate) lateness_sum_ns: AtomicU64,
     pub(crate) lateness_max_ns: AtomicU64,
     pub(crate) wakeups: AtomicU64,
+    pub(crate) rounds: AtomicU64,
+    /// The most submissions filed in one round.
+    pub(crate) max_filed: AtomicU64,
+    /// The most timers taken out of the wheels in one round.
+    pub(crate) max_fired: AtomicU64,
 }
 
 impl DriverStats {
@@ -143,10 +175,21 @@ impl DriverStats {
         // Single writer: a load and a store, no read-modify-write needed.
         counter.store(counter.load(Ordering::Relaxed) + by, Ordering::Relaxed);
     }
+
+    /// Raises a single-writer maximum to `to`.
+    fn raise(counter: &AtomicU64, to: u64) {
+        if to > counter.load(Ordering::Relaxed) {
+            counter.store(to, Ordering::Relaxed);
+        }
+    }
 }
 
 impl Shared {
-    pub(crate) fn new(clock: Clock, max_pending: usize) -> (Arc<Self>, Consumer<Message>) {
+    pub(crate) fn new(
+        clock: Clock,
+        max_pending: usize,
+        executor: Option<Executor>,
+    ) -> (Arc<Self>, Consumer<Message>) {
         let (producer, consumer) = crate::queue::channel();
         let shared = Arc::new(Self {
             producer,
@@ -161,6 +204,9 @@ impl Shared {
             stats: CachePadded::default(),
             relay: Relay::new(),
             caught_up: AtomicU64::new(0),
+            panicked: AtomicU64::new(0),
+            executor,
+            unfired: AtomicUsize::new(0),
         });
         (shared, consumer)
     }
@@ -200,25 +246,29 @@ impl Shared {
 
     /// Counts a new timer in, or refuses it. Futures pass `limited = false`:
     /// they count in `pending` but are never refused.
+    ///
+    /// Count first, fence, then read the flag: the producer's half of the
+    /// shutdown handshake (see the ground rules). An `Ok` obliges the
+    /// caller to hand the timer over, or to count it out itself.
     pub(crate) fn admit(&self, limited: bool) -> Result<(), ScheduleError> {
-        if self.is_shutdown() {
-            return Err(ScheduleError::Shutdown);
-        }
         if self.unlimited() {
             self.parked.count(1);
-            return Ok(());
-        }
-        if !limited {
+        } else if !limited {
             self.pending.fetch_add(1, Ordering::AcqRel);
-            return Ok(());
+        } else {
+            let limit = self.max_pending;
+            self.pending
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |p| {
+                    (p < limit).then_some(p + 1)
+                })
+                .map_err(|_| ScheduleError::TooManyPending { limit })?;
         }
-        let limit = self.max_pending;
-        self.pending
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |p| {
-                (p < limit).then_some(p + 1)
-            })
-            .map(drop)
-            .map_err(|_| ScheduleError::TooManyPending { limit })
+        fence(Ordering::SeqCst);
+        if self.shutdown.load(Ordering::Relaxed) {
+            self.release();
+            return Err(ScheduleError::Shutdown);
+        }
+        Ok(())
     }
 
     /// A timer left `PENDING` by a transition this thread won.
@@ -235,104 +285,58 @@ impl Shared {
         }
     }
 
-    /// Hands `entry` to the driver, which must have seen it by tick
-    /// `look_by`: a sleeping driver planning to wake later is unparked.
-    /// Returns `Err(Shutdown)` if the service shut down meanwhile and the
-    /// timer did not fire; the entry is then abandoned, unless another thread
-    /// already moved it out of `PENDING`.
-    pub(crate) fn submit<A>(
-        &self,
-        entry: &EntryRef<A>,
-        message: EntryRef,
-        look_by: u64,
-    ) -> Result<(), ScheduleError> {
-        if self.push(Message::Entry(message), look_by) {
-            return self.shut_out(entry);
-        }
-        Ok(())
+    /// Hands an entry's `message` to the driver, which must have seen it by
+    /// tick `look_by`: a sleeping driver planning to wake later is unparked.
+    /// Never refused: an admitted timer's message, or a change to one the
+    /// driver knows, is one the driver waits for even at shutdown.
+    pub(crate) fn submit(&self, message: EntryRef, look_by: u64) {
+        self.push(Message::Entry(message), look_by);
     }
 
     /// A new timer's message to the driver: [`park`](Self::park)ed if it is
     /// `far` (due at least [`parked::PARK_MIN`] from now), else
     /// [`submit`](Self::submit)ted.
-    pub(crate) fn hand_over<A>(
-        &self,
-        entry: &EntryRef<A>,
-        message: EntryRef,
-        tick: u64,
-        far: bool,
-    ) -> Result<(), ScheduleError> {
+    pub(crate) fn hand_over(&self, message: EntryRef, tick: u64, far: bool) {
         if far {
-            self.park(entry, message, tick)
+            self.park(message, tick);
         } else {
-            self.submit(entry, message, tick)
+            self.submit(message, tick);
         }
     }
 
-    /// Hands a detached callback due at `tick` to the driver. It is the
-    /// driver's from here on: it runs at its tick, or is dropped unrun if the
-    /// service shuts down first (then, if it was pushed after the driver's
-    /// last round, only when the queue goes).
+    /// Hands an admitted detached callback due at `tick` to the driver. It
+    /// is the driver's from here on: it runs at its tick, or is dropped
+    /// unrun and counted if the service shuts down first.
     #[inline]
     pub(crate) fn submit_job(&self, tick: u64, job: Job) {
         self.push(Message::Job(tick, job), tick);
     }
 
     /// Pushes `message`, which the driver must have seen by tick `look_by`,
-    /// and does a producer's part of the handshake; returns whether the
-    /// service was found shut down after the push.
+    /// and does a producer's part of the park handshake.
     #[inline]
-    fn push(&self, message: Message, look_by: u64) -> bool {
+    fn push(&self, message: Message, look_by: u64) {
         let seq = self.producer.push(message);
         fence(Ordering::SeqCst);
-        if self.shutdown.load(Ordering::Relaxed) {
-            return true;
-        }
         let wake_anyway = seq % WAKE_EVERY == 0;
         self.wake_driver_if(|planned| look_by < planned || wake_anyway);
         if seq % BACKLOG_CHECK_EVERY == 0 {
             self.throttle();
         }
-        false
     }
 
     /// Like [`submit`](Self::submit), but parks the message in this
     /// thread's slot (see `parked`) for a timer due at least
     /// [`parked::PARK_MIN`] from now: a cancel from this thread then takes it
     /// back before the driver sees it. A message it displaces is submitted.
-    pub(crate) fn park<A>(
-        &self,
-        entry: &EntryRef<A>,
-        message: EntryRef,
-        look_by: u64,
-    ) -> Result<(), ScheduleError> {
+    pub(crate) fn park(&self, message: EntryRef, look_by: u64) {
         let displaced = self.parked.park(message);
         fence(Ordering::SeqCst);
-        if self.shutdown.load(Ordering::Relaxed) {
-            // The driver's last sweep may be over: nobody else will take
-            // these back.
-            self.parked.take_back(entry.as_ptr());
-            if let Some(other) = displaced {
-                self.abandon(&other);
-            }
-            return self.shut_out(entry);
-        }
         self.wake_driver_if(|planned| look_by < planned);
         if let Some(other) = displaced {
             let tick = entry::tick_of(other.word_relaxed());
-            let _ = self.submit(&other.clone(), other, tick);
+            self.submit(other, tick);
         }
-        Ok(())
-    }
-
-    /// A producer that handed `entry` over and then found the service shut
-    /// down: abandons the entry unless the driver got to it first. `Ok` if
-    /// the driver filed and fired it before stopping.
-    fn shut_out<A>(&self, entry: &EntryRef<A>) -> Result<(), ScheduleError> {
-        if !self.abandon(entry) && entry.state() == FIRED {
-            return Ok(());
-        }
-        Err(ScheduleError::Shutdown)
     }
 
     /// Timers cancelled while parked, which the driver never saw.
@@ -369,10 +373,14 @@ impl Shared {
             return false;
         };
         self.release();
+        // SAFETY: `cancel` won the move to `CANCELLED`.
+        if !unsafe { entry.cancel_action() } {
+            self.panicked.fetch_add(1, Ordering::Relaxed);
+        }
         if finished.must_push {
             // By the round before its deadline: it never needs the driver sooner.
             let look_by = finished.tick.saturating_sub(1);
-            let _ = self.submit(entry, message(), look_by);
+            self.submit(message(), look_by);
         } else {
             // Its message is queued or parked; if parked by this thread,
             // take it back so the driver never sees the timer.
@@ -439,15 +447,41 @@ impl Shared {
 
     /// Moves a pending timer to `ABANDONED` at shutdown: counts it out and
     /// wakes a waiting task (or drops the callback). Returns whether it was
-    /// pending.
-    fn abandon<A>(&self, entry: &EntryRef<A>) -> bool {
-        let abandoned = entry.abandon();
-        if abandoned {
-            self.release();
-            // SAFETY: this thread won the move to `ABANDONED`.
-            unsafe { entry.abandon_action() };
+    /// pending, and whether user code panicked meanwhile.
+    fn abandon(&self, entry: &EntryRef) -> (bool, bool) {
+        if !entry.abandon() {
+            return (false, false);
         }
-        abandoned
+        self.release();
+        // SAFETY: this thread won the move to `ABANDONED`.
+        (true, !unsafe { entry.abandon_action() })
+    }
+
+    /// Drops a sleep's stored waker on this thread, counting a panic.
+    pub(crate) fn drop_waker(&self, wake: &crate::entry::Wake) {
+        if !wake.clear() {
+            self.panicked.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Panics of user code caught so far, wherever they ran.
+    pub(crate) fn panicked(&self) -> u64 {
+        let executor =
+            (self.executor.as_ref()).map_or(0, |e| e.counts().panicked.load(Ordering::Relaxed));
+        self.stats.panicked.load(Ordering::Relaxed)
+            + self.relay.panicked()
+            + self.panicked.load(Ordering::Relaxed)
+            + executor
+    }
+
+    /// What the driver's shutdown left undone; read after joining it.
+    pub(crate) fn shutdown_report(&self) -> ShutdownReport {
+        let unrun =
+            (self.executor.as_ref()).map_or(0, |e| e.counts().unrun.load(Ordering::Relaxed));
+        ShutdownReport {
+            unfired: self.unfired.load(Ordering::Acquire),
+            unrun: usize::try_from(unrun).unwrap_or(usize::MAX),
+        }
     }
 
     /// Moves a manual clock forward by `by`, wakes the driver, and waits
@@ -485,6 +519,8 @@ impl Shared {
 /// What one round's firing did, for [`DriverStats`].
 #[derive(Default)]
 struct Tally {
+    /// Timers taken out of the wheels, whatever became of them.
+    taken: usize,
     fired: u64,
     panicked: u64,
     cancelled: u64,
@@ -501,6 +537,7 @@ impl Tally {
     }
 
     fn record(&self, stats: &DriverStats) {
+        DriverStats::raise(&stats.max_fired, self.taken as u64);
         DriverStats::bump(&stats.cancelled, self.cancelled);
         if self.fired > 0 {
             DriverStats::bump(&stats.fired, self.fired);
@@ -540,6 +577,8 @@ pub(crate) struct Driver {
     job_batch: Vec<(u64, Job)>,
     /// When the parked messages were last taken.
     last_sweep: Instant,
+    /// Rounds in a row that found a submission claimed but not yet written.
+    stalled: u32,
 }
 
 impl fmt::Debug for Driver {
@@ -563,56 +602,79 @@ impl Driver {
             wakers: Vec::new(),
             job_batch: Vec::with_capacity(FIRE_BATCH),
             last_sweep,
+            stalled: 0,
         }
     }
 
-    /// Runs rounds until shutdown; returns how many timers never fired.
+    /// Runs rounds until shutdown, then abandons what is left; returns how
+    /// many timers never fired.
+    ///
+    /// User code cannot unwind into it (see the ground rules); should the
+    /// driver's own code panic, the service is shut down, so that every
+    /// call reports it rather than wait on a driver that is gone, and what
+    /// is pending is abandoned as at any shutdown.
     pub(crate) fn run(mut self) -> usize {
-        // Whether the last sleep was ended by a producer.
-        let mut woken = false;
-        loop {
-            let stopping = self.shared.is_shutdown();
-            if stopping {
-                fence(Ordering::SeqCst);
-                return self.abandon_all();
+        let rounds = catch_unwind(AssertUnwindSafe(|| {
+            // Whether the last sleep was ended by a producer.
+            let mut woken = false;
+            while !self.shared.is_shutdown() {
+                woken = self.round(woken);
             }
-            // Read first: what was submitted before the clock got here is
-            // then filed, and fired if due, by this round.
-            let manual_ns = self.shared.clock.manual_ns();
+        }));
+        if rounds.is_err() {
+            self.shared.begin_shutdown();
+        }
+        catch_unwind(AssertUnwindSafe(|| self.abandon_all())).unwrap_or(0)
+    }
+
+    /// One round: files a batch of submissions, fires what is due (at most
+    /// [`BATCH`]), and parks if nothing is left to do. Returns whether a
+    /// producer ended the sleep, if there was one.
+    fn round(&mut self, woken: bool) -> bool {
+        // Read first: what was submitted before the clock got here is
+        // then filed, and fired if due, by this round.
+        let manual_ns = self.shared.clock.manual_ns();
+        let mut filed = self.file_submissions(BATCH);
+        let now = self.shared.clock.now();
+        if now.saturating_duration_since(self.last_sweep) >= parked::SWEEP_EVERY
+            || self.shared.sweep_asked()
+        {
+            filed += self.sweep(now);
+        }
+        DriverStats::bump(&self.shared.stats.rounds, 1);
+        DriverStats::raise(&self.shared.stats.max_filed, filed as u64);
+        if filed >= BATCH && manual_ns.is_some() {
             // A manual clock files everything before it fires, so what one
             // `advance` makes due fires in deadline order; only a real clock
             // has due timers that a burst must not hold up.
-            let limit = if manual_ns.is_some() {
-                usize::MAX
-            } else {
-                BATCH
-            };
-            let mut filed = self.file_submissions(limit);
-            let now = self.shared.clock.now();
-            if now.saturating_duration_since(self.last_sweep) >= parked::SWEEP_EVERY
-                || self.shared.sweep_asked()
-            {
-                filed += self.sweep(now);
-            }
-            self.fire_due(now);
-            if filed >= limit {
-                continue;
-            }
-            if filed == 0 && !self.consumer.is_empty() {
-                // A producer claimed a place but has not written it yet:
-                // let it run rather than spin or sleep past its submission.
-                thread::yield_now();
-                continue;
-            }
-            if let Some(ns) = manual_ns {
-                // `advance` promises every due sleep woken when it returns:
-                // no batch is left waiting for a task to take it.
-                self.shared.relay.wake_handed();
-                self.shared.caught_up.store(ns, Ordering::Release);
-            }
-            self.cascade_ahead();
-            woken = self.park(filed > 0 || woken);
+            return woken;
         }
+        let all_fired = self.fire_due(now);
+        if filed >= BATCH || !all_fired {
+            return woken;
+        }
+        if filed == 0 && !self.consumer.is_empty() {
+            // A producer claimed a place but has not written it yet: let it
+            // run rather than spin, or sleep past its submission.
+            self.stalled += 1;
+            if self.stalled <= STALL_YIELDS {
+                thread::yield_now();
+            } else {
+                // Preempted, most likely: nap a tick at a time meanwhile.
+                // What is already in the wheel still fires on time.
+                thread::park_timeout(self.shared.clock.tick().min(STALL_NAP));
+            }
+            return woken;
+        }
+        self.stalled = 0;
+        if let Some(ns) = manual_ns {
+            // `advance` promises every due sleep woken when it returns:
+            // no batch is left waiting for a task to take it.
+            self.shared.relay.wake_handed();
+            self.shared.caught_up.store(ns, Ordering::Release);
+        }
+        self.cascade_ahead();
+        self.park(filed > 0 || woken)
     }
 
     /// Files every parked message; returns how many.
@@ -678,48 +740,62 @@ impl Driver {
         }
     }
 
-    /// Fires every timer due at or before the tick of `started`, in deadline
-    /// order across both wheels; lateness is measured from `started`.
+    /// Fires the timers due at or before the tick of `started`, in deadline
+    /// order across both wheels, [`BATCH`] at most; lateness is measured
+    /// from `started`. Returns whether it fired all that was due.
+    ///
+    /// Each step is one wheel's next expiration, so every timer a step takes
+    /// out has the same deadline (all earlier ones came out in earlier
+    /// steps): stopping anywhere, even mid-step, keeps deadline order, as
+    /// what is left comes out first next time.
     ///
     /// The sleeps' wakers are woken through the relay; one the last round
     /// handed over that no task took is woken here.
-    fn fire_due(&mut self, started: Instant) {
+    fn fire_due(&mut self, started: Instant) -> bool {
         self.shared.relay.wake_handed();
         let now = self.shared.clock.tick_at(started);
         let mut tally = Tally::default();
-        // While both wheels hold due timers, take them a step at a time (the
-        // earlier next expiration), so that neither runs ahead of the other.
-        while let (Some(a), Some(b)) = (
-            self.wheel.next_expiration().filter(|&t| t <= now),
-            self.jobs.next_expiration().filter(|&t| t <= now),
-        ) {
-            let step = a.min(b);
+        let all_fired = loop {
+            if tally.taken >= BATCH {
+                break false;
+            }
+            let a = self.wheel.next_expiration().filter(|&t| t <= now);
+            let b = self.jobs.next_expiration().filter(|&t| t <= now);
+            let step = match (a, b) {
+                (Some(a), Some(b)) => a.min(b),
+                (Some(t), None) | (None, Some(t)) => t,
+                (None, None) => break true,
+            };
             self.fire_entries(step, started, &mut tally);
             self.fire_jobs(step, started, &mut tally);
-        }
-        // At most one of them has anything due now.
-        self.fire_entries(now, started, &mut tally);
-        self.fire_jobs(now, started, &mut tally);
+        };
         self.shared.relay.dispatch(&mut self.wakers);
         tally.record(&self.shared.stats);
+        all_fired
     }
 
-    /// Advances the detached callbacks' wheel to `tick`, running what is due.
+    /// Advances the detached callbacks' wheel to `tick`, running what is
+    /// due until the round's budget is spent.
     ///
     /// It takes them out [`FIRE_BATCH`] at a time and counts each batch out
     /// of `pending` with one atomic add before running it.
     fn fire_jobs(&mut self, tick: u64, started: Instant, tally: &mut Tally) {
         let shared = &*self.shared;
         let mut advance = self.jobs.advance(tick);
-        loop {
+        while tally.taken < BATCH {
             self.job_batch.extend(advance.by_ref().take(FIRE_BATCH));
             if self.job_batch.is_empty() {
                 break;
             }
+            tally.taken += self.job_batch.len();
             shared.release_n(self.job_batch.len());
             for (deadline, job) in self.job_batch.drain(..) {
                 tally.fired(shared.clock.ns_past(started, deadline));
-                if !job.run() {
+                let ran = match &shared.executor {
+                    Some(executor) => executor.hand(move || job.call()),
+                    None => job.run(),
+                };
+                if !ran {
                     tally.panicked += 1;
                 }
             }
@@ -737,7 +813,7 @@ impl Driver {
     fn fire_entries(&mut self, tick: u64, started: Instant, tally: &mut Tally) {
         let shared = &*self.shared;
         let mut advance = self.wheel.advance(tick);
-        loop {
+        while tally.taken < BATCH {
             self.batch.extend(
                 (advance.by_ref().take(FIRE_BATCH))
                     .map(|expired| (expired.value, expired.deadline, 0)),
@@ -745,6 +821,7 @@ impl Driver {
             if self.batch.is_empty() {
                 break;
             }
+            tally.taken += self.batch.len();
             // Independent loads a few instructions apart: read while taking
             // each timer out of the wheel, the wheel's work between two reads
             // left room for only a few misses in flight (perf put ~75 % of
@@ -765,8 +842,12 @@ impl Driver {
                 }
                 shared.release();
                 tally.fired(shared.clock.ns_past(started, deadline));
+                let mut firing = Firing {
+                    wakers: &mut self.wakers,
+                    executor: shared.executor.as_ref(),
+                };
                 // SAFETY: `try_fire` won this arming's move to `FIRED`.
-                if !unsafe { entry.fire(&mut self.wakers) } {
+                if !unsafe { entry.fire(&mut firing) } {
                     tally.panicked += 1;
                 }
             }
@@ -825,20 +906,20 @@ impl Driver {
     /// costs no CPU.
     ///
     /// A sleep longer than [`parked::SWEEP_EVERY`] first files the parked
-    /// messages; one parked after that check, with a deadline before the
-    /// planned wake-up, makes its producer wake the driver (the same
-    /// handshake as a submission).
+    /// messages, and if there were any, goes back to a round instead; one
+    /// parked after that check, with a deadline before the planned wake-up,
+    /// makes its producer wake the driver (the same handshake as a
+    /// submission).
     fn park(&mut self, busy: bool) -> bool {
-        let mut busy = busy;
         let now = self.shared.clock.now();
-        let (plan, long) = loop {
-            let plan = self.plan(busy);
-            let long = self.sleeps_long(plan, now);
-            if !long || self.sweep(now) == 0 {
-                break (plan, long);
-            }
-            busy = true;
-        };
+        let plan = self.plan(busy);
+        let long = self.sleeps_long(plan, now);
+        if long && self.sweep(now) > 0 {
+            // What the sweep filed may be due (a parked sleep reset to now):
+            // a round fires it, where a plan made before it could sleep past
+            // it (for good, on a manual clock). Counted as a busy round.
+            return true;
+        }
         let shared = &*self.shared;
         shared
             .sleeping_until
@@ -905,25 +986,57 @@ impl Driver {
         })
     }
 
-    /// Files what is still queued, then abandons every pending timer.
-    fn abandon_all(mut self) -> usize {
-        self.shared.relay.wake_handed();
-        self.sweep(self.shared.clock.now());
-        while self.file_submissions(usize::MAX) > 0 {}
+    /// The driver's half of the shutdown handshake (see the ground rules):
+    /// files what is parked and queued and abandons every pending timer,
+    /// until no admitted timer is left. Returns how many it abandoned.
+    ///
+    /// A producer that saw no flag is counted in `pending`, and its message
+    /// comes however late its thread writes it; the wait gives up only
+    /// after [`SHUTDOWN_PATIENCE`] without a single timer coming in, which
+    /// only a lost count (a bug) could cause.
+    pub(crate) fn abandon_all(&mut self) -> usize {
+        // The driver's half of the handshake: its own store of the flag,
+        // before the fence, is what a producer after it is sure to see.
+        self.shared.shutdown.store(true, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+        let mut unfired = 0;
+        let mut patience = Instant::now() + SHUTDOWN_PATIENCE;
+        loop {
+            self.shared.relay.wake_handed();
+            self.sweep(self.shared.clock.now());
+            while self.file_submissions(BATCH) > 0 {}
+            let abandoned = self.abandon_filed();
+            unfired += abandoned;
+            if self.shared.pending() == 0 || Instant::now() > patience {
+                break;
+            }
+            if abandoned > 0 {
+                patience = Instant::now() + SHUTDOWN_PATIENCE;
+            }
+            thread::yield_now();
+        }
+        self.shared.unfired.store(unfired, Ordering::Release);
+        unfired
+    }
+
+    /// Abandons every timer in the wheels; returns how many.
+    fn abandon_filed(&mut self) -> usize {
         let shared = &*self.shared;
         let mut unfired = 0;
+        let mut panicked = 0;
         for expired in self.wheel.drain() {
             let entry = expired.value;
             entry.set_slot(SLOT_OUT);
-            if shared.abandon(&entry) {
-                unfired += 1;
-            }
+            let (abandoned, panic) = shared.abandon(&entry);
+            unfired += usize::from(abandoned);
+            panicked += u64::from(panic);
         }
         for (_, job) in self.jobs.drain() {
             shared.release();
-            drop(job);
+            panicked += u64::from(!job.discard());
             unfired += 1;
         }
+        DriverStats::bump(&shared.stats.panicked, panicked);
         unfired
     }
 }

@@ -25,6 +25,7 @@ use core::ptr::NonNull;
 use core::task::Waker;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use crate::executor::Executor;
 use crate::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 use crate::sync::{Mutex, UnsafeCell};
 
@@ -53,29 +54,47 @@ pub(crate) struct Finished {
     pub(crate) must_push: bool,
 }
 
-/// What happens when a timer fires.
+/// What the driver's firing of a timer hands its action.
+pub(crate) struct Firing<'a> {
+    /// Wakers of the sleeps fired this round, which the driver wakes together.
+    pub(crate) wakers: &'a mut Vec<Waker>,
+    /// Where callbacks run, if not on the driver (see `executor`).
+    pub(crate) executor: Option<&'a Executor>,
+}
+
+/// What happens when a timer leaves `PENDING`. Each method runs user code
+/// (a callback, a waker, the drop of a closure's captures) and catches its
+/// panic: it returns `false` if there was one, for the caller to count.
 pub(crate) trait Action: Send + Sync + 'static {
-    /// Runs the callback, or adds the task's waker to `wakers` for the
-    /// driver to wake with the rest of its round. Returns `false` if the
-    /// callback panicked.
+    /// Runs the callback (or hands it to the executor), or adds the task's
+    /// waker to `firing.wakers` for the driver to wake with the rest of its
+    /// round.
     ///
     /// # Safety
     /// Only the thread that won this arming's move out of `PENDING` (to
-    /// `FIRED`) calls it, so calls for one arming never overlap and `fire`
-    /// and `abandon` are never both called for it.
-    unsafe fn fire(&self, wakers: &mut Vec<Waker>) -> bool;
-    /// The timer will never fire: wake a waiting task so it can see that.
+    /// `FIRED`) calls it, so calls for one arming never overlap and no two
+    /// of `fire`, `cancel` and `abandon` are called for it.
+    unsafe fn fire(&self, firing: &mut Firing<'_>) -> bool;
+    /// The timer was cancelled: drops what it holds of the user's (the
+    /// closure and its captures, a task's waker) on the cancelling thread.
+    ///
+    /// # Safety
+    /// As for [`fire`](Self::fire), for the move to `CANCELLED`.
+    unsafe fn cancel(&self) -> bool;
+    /// The timer will never fire (shutdown): drops the closure, or wakes a
+    /// waiting task so it can see that.
     ///
     /// # Safety
     /// As for [`fire`](Self::fire), for the move to `ABANDONED`.
-    unsafe fn abandon(&self);
+    unsafe fn abandon(&self) -> bool;
 }
 
 /// The operations on an entry whose action type has been erased: one table
 /// per action type, pointed at by every entry of that type.
 struct VTable {
-    fire: unsafe fn(NonNull<Entry>, &mut Vec<Waker>) -> bool,
-    abandon: unsafe fn(NonNull<Entry>),
+    fire: unsafe fn(NonNull<Entry>, &mut Firing<'_>) -> bool,
+    cancel: unsafe fn(NonNull<Entry>) -> bool,
+    abandon: unsafe fn(NonNull<Entry>) -> bool,
     free: unsafe fn(NonNull<Entry>),
 }
 
@@ -109,21 +128,29 @@ struct Inner<A> {
 impl<A: Action> Inner<A> {
     const VTABLE: &'static VTable = &VTable {
         fire: Self::fire,
+        cancel: Self::cancel,
         abandon: Self::abandon,
         free: Self::free,
     };
 
     /// # Safety
     /// `entry` heads a live `Inner<A>`, and [`Action::fire`]'s contract holds.
-    unsafe fn fire(entry: NonNull<Entry>, wakers: &mut Vec<Waker>) -> bool {
+    unsafe fn fire(entry: NonNull<Entry>, firing: &mut Firing<'_>) -> bool {
         // SAFETY: the caller promises an `Inner<A>` behind the pointer, and
         // the header is its first field (`repr(C)`); fire's contract is passed on.
-        unsafe { entry.cast::<Self>().as_ref().action.fire(wakers) }
+        unsafe { entry.cast::<Self>().as_ref().action.fire(firing) }
+    }
+
+    /// # Safety
+    /// As for [`fire`](Self::fire), with [`Action::cancel`]'s contract.
+    unsafe fn cancel(entry: NonNull<Entry>) -> bool {
+        // SAFETY: as in `fire`.
+        unsafe { entry.cast::<Self>().as_ref().action.cancel() }
     }
 
     /// # Safety
     /// As for [`fire`](Self::fire), with [`Action::abandon`]'s contract.
-    unsafe fn abandon(entry: NonNull<Entry>) {
+    unsafe fn abandon(entry: NonNull<Entry>) -> bool {
         // SAFETY: as in `fire`.
         unsafe { entry.cast::<Self>().as_ref().action.abandon() }
     }
@@ -147,12 +174,15 @@ pub(crate) struct EntryRef<A = ()> {
 }
 
 // SAFETY: an `EntryRef` gives shared access to an `Entry` (atomics and a
-// `'static` table) and to an action that `new` required to be `Send + Sync`;
-// the allocation is freed by whichever thread drops the last reference,
-// which `Send` actions allow.
-unsafe impl<A> Send for EntryRef<A> {}
-// SAFETY: as for `Send`: every access through `&EntryRef` is to `Sync` data.
-unsafe impl<A> Sync for EntryRef<A> {}
+// `'static` table) and to its action, and the allocation is freed by
+// whichever thread drops the last reference. So it may move to another
+// thread when the action may be shared (`Sync`) and dropped there (`Send`).
+// The erased `EntryRef<()>` is made only from an `EntryRef<A: Action>`,
+// and `Action` requires both.
+unsafe impl<A: Send + Sync> Send for EntryRef<A> {}
+// SAFETY: as for `Send`: every access through `&EntryRef` is to the
+// entry's atomics or to the `Sync` action.
+unsafe impl<A: Send + Sync> Sync for EntryRef<A> {}
 
 impl<A: Action> EntryRef<A> {
     /// A pending entry marked `QUEUED`, and its two references: the
@@ -209,11 +239,21 @@ impl<A> EntryRef<A> {
     /// # Safety
     /// [`Action::fire`]'s contract: the caller won this arming's move to `FIRED`.
     #[inline]
-    pub(crate) unsafe fn fire(&self, wakers: &mut Vec<Waker>) -> bool {
+    pub(crate) unsafe fn fire(&self, firing: &mut Firing<'_>) -> bool {
         // SAFETY: `vtable` is the table of the action this entry heads; the
         // pointer is the allocation's own, valid for all of it; the caller
         // keeps fire's contract.
-        unsafe { (self.vtable.fire)(self.ptr, wakers) }
+        unsafe { (self.vtable.fire)(self.ptr, firing) }
+    }
+
+    /// Runs the action's [`Action::cancel`].
+    ///
+    /// # Safety
+    /// [`Action::cancel`]'s contract: the caller won the move to `CANCELLED`.
+    #[inline]
+    pub(crate) unsafe fn cancel_action(&self) -> bool {
+        // SAFETY: as in `fire`.
+        unsafe { (self.vtable.cancel)(self.ptr) }
     }
 
     /// Runs the action's [`Action::abandon`].
@@ -221,7 +261,7 @@ impl<A> EntryRef<A> {
     /// # Safety
     /// [`Action::abandon`]'s contract: the caller won the move to `ABANDONED`.
     #[inline]
-    pub(crate) unsafe fn abandon_action(&self) {
+    pub(crate) unsafe fn abandon_action(&self) -> bool {
         // SAFETY: as in `fire`.
         unsafe { (self.vtable.abandon)(self.ptr) }
     }
@@ -384,15 +424,6 @@ impl Entry {
         }
     }
 
-    /// The owner's reset: a pending or fired timer becomes pending at `tick`.
-    /// Returns the state it left and whether the caller must push the entry,
-    /// or `None` if it was cancelled or abandoned.
-    pub(crate) fn rearm(&self, tick: u64) -> Option<(u64, bool)> {
-        let new = queued_pending(tick);
-        let old = self.update(|w| matches!(state_of(w), PENDING | FIRED).then_some(new))?;
-        Some((state_of(old), old & QUEUED == 0))
-    }
-
     /// The driver, on popping the entry: clears `QUEUED` and returns the word
     /// it cleared it in, which is what the driver acts on. Any later change
     /// finds `QUEUED` clear and pushes a new message.
@@ -414,10 +445,32 @@ impl Entry {
     }
 }
 
-/// A callback, taken and run once by the winner of `PENDING -> FIRED`.
-/// Callback entries are never re-armed (only a `Sleep` is, and its action is
-/// [`Wake`]), so that move, or the one to `ABANDONED`, happens at most once:
-/// the cell needs no lock.
+impl EntryRef<Wake> {
+    /// The owner's reset: a timer in state `from` (`PENDING` or `FIRED`)
+    /// becomes pending at `tick`. `Ok(must_push)`: whether the caller must
+    /// push the entry (no message is queued); `Err(state)` if the timer was
+    /// no longer in `from`.
+    ///
+    /// Only a `Sleep`'s entry has this: a callback's entry leaves `PENDING`
+    /// once in its life, which is what lets [`Callback`]'s cell go unlocked.
+    pub(crate) fn rearm_from(&self, from: u64, tick: u64) -> Result<bool, u64> {
+        debug_assert!(matches!(from, PENDING | FIRED), "rearm from {from}");
+        let new = queued_pending(tick);
+        let mut seen = from;
+        self.update(|w| {
+            seen = state_of(w);
+            (seen == from).then_some(new)
+        })
+        .map(|old| old & QUEUED == 0)
+        .ok_or(seen)
+    }
+}
+
+/// A callback, taken once by the winner of the entry's one move out of
+/// `PENDING`: run on `FIRED`, dropped on `CANCELLED` or `ABANDONED`.
+/// Callback entries are never re-armed (only an `EntryRef<Wake>` has
+/// `rearm_from`), so the move, and the take, happen at most once: the cell
+/// needs no lock.
 pub(crate) struct Callback<F>(UnsafeCell<Option<F>>);
 
 impl<F> Callback<F> {
@@ -431,8 +484,15 @@ impl<F> Callback<F> {
     unsafe fn take(&self) -> Option<F> {
         // SAFETY: the caller is the only thread that ever touches the cell
         // before the entry is freed (see `Sync` below).
-        self.0.with_mut(|f| unsafe { (*f).take() })
+        let taken = self.0.with_mut(|f| unsafe { (*f).take() });
+        debug_assert!(taken.is_some(), "a callback taken twice");
+        taken
     }
+}
+
+/// Drops `value`, catching a panic from its drop; `false` if there was one.
+pub(crate) fn drop_caught<T>(value: T) -> bool {
+    catch_unwind(AssertUnwindSafe(move || drop(value))).is_ok()
 }
 
 // SAFETY: the cell is touched through `&self` only by `take`, which one
@@ -442,19 +502,40 @@ impl<F> Callback<F> {
 // closure is `Send`, so it may run or drop on any thread.
 unsafe impl<F: Send> Sync for Callback<F> {}
 
+impl<F> Drop for Callback<F> {
+    fn drop(&mut self) {
+        // Only a timer that never left `PENDING` still holds its closure
+        // here; its drop is user code and must not unwind into the driver.
+        // SAFETY: `&mut self`: no other thread can reach the cell.
+        if let Some(f) = self.0.with_mut(|f| unsafe { (*f).take() }) {
+            drop_caught(f);
+        }
+    }
+}
+
 impl<F: FnOnce() + Send + 'static> Action for Callback<F> {
-    unsafe fn fire(&self, _: &mut Vec<Waker>) -> bool {
+    unsafe fn fire(&self, firing: &mut Firing<'_>) -> bool {
         // SAFETY: `Action::fire`'s contract is this one's.
-        match unsafe { self.take() } {
-            Some(f) => catch_unwind(AssertUnwindSafe(f)).is_ok(),
-            None => true,
+        let Some(f) = (unsafe { self.take() }) else {
+            return true;
+        };
+        match firing.executor {
+            Some(executor) => executor.hand(f),
+            None => catch_unwind(AssertUnwindSafe(f)).is_ok(),
         }
     }
 
-    unsafe fn abandon(&self) {
-        // Drop the closure now: what it captured is released at shutdown.
+    unsafe fn cancel(&self) -> bool {
+        // Released by the thread that cancels, at once: not later, on the
+        // driver, where a panicking drop would have been the driver's.
         // SAFETY: as in `fire`.
-        drop(unsafe { self.take() });
+        unsafe { self.take() }.is_none_or(drop_caught)
+    }
+
+    unsafe fn abandon(&self) -> bool {
+        // What it captured is released at shutdown.
+        // SAFETY: as in `fire`.
+        unsafe { self.take() }.is_none_or(drop_caught)
     }
 }
 
@@ -475,21 +556,38 @@ impl Wake {
     fn take(&self) -> Option<Waker> {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
+
+    /// Drops the stored waker, if any, on this thread: `false` if its drop
+    /// panicked. What a `Sleep` does as it goes, so that the entry, which
+    /// the driver may free, holds nothing of the user's.
+    pub(crate) fn clear(&self) -> bool {
+        self.take().is_none_or(drop_caught)
+    }
+}
+
+impl Drop for Wake {
+    fn drop(&mut self) {
+        // A waker's drop is user code; the last reference may be the driver's.
+        self.clear();
+    }
 }
 
 impl Action for Wake {
     // Safe to call at any time: the waker sits behind a lock.
-    unsafe fn fire(&self, wakers: &mut Vec<Waker>) -> bool {
-        wakers.extend(self.take());
+    unsafe fn fire(&self, firing: &mut Firing<'_>) -> bool {
+        firing.wakers.extend(self.take());
         true
     }
 
-    unsafe fn abandon(&self) {
-        if let Some(waker) = self.take() {
-            // At shutdown: a waker that panics must not stop the driver from
-            // abandoning the other timers (nor a racing producer's schedule).
-            let _ = catch_unwind(AssertUnwindSafe(|| waker.wake()));
-        }
+    unsafe fn cancel(&self) -> bool {
+        self.clear()
+    }
+
+    unsafe fn abandon(&self) -> bool {
+        // At shutdown: a waker that panics must not stop the driver from
+        // abandoning the other timers (nor a racing producer's schedule).
+        self.take()
+            .is_none_or(|waker| catch_unwind(AssertUnwindSafe(|| waker.wake())).is_ok())
     }
 }
 
@@ -501,6 +599,14 @@ mod tests {
 
     /// Counts its drops.
     struct Guard(StdArc<AtomicUsize>);
+
+    /// Firing on the driver, with no executor.
+    fn firing(wakers: &mut Vec<Waker>) -> Firing<'_> {
+        Firing {
+            wakers,
+            executor: None,
+        }
+    }
 
     impl Drop for Guard {
         fn drop(&mut self) {
@@ -561,7 +667,7 @@ mod tests {
         let word = driver.word_relaxed();
         assert!(driver.try_fire(word, 7));
         // SAFETY: `try_fire` just won the move to `FIRED`.
-        assert!(unsafe { driver.fire(&mut Vec::new()) });
+        assert!(unsafe { driver.fire(&mut firing(&mut Vec::new())) });
         assert_eq!(ran.load(Ordering::Relaxed), 1);
         assert_eq!(dropped.load(Ordering::Relaxed), 1, "dropped after its run");
         assert!(!driver.try_fire(driver.word_relaxed(), 7), "fires once");
@@ -579,7 +685,7 @@ mod tests {
         assert!(driver.try_fire(driver.word_relaxed(), 7));
         let mut wakers = Vec::new();
         // SAFETY: `try_fire` just won the move to `FIRED`.
-        assert!(unsafe { driver.fire(&mut wakers) });
+        assert!(unsafe { driver.fire(&mut firing(&mut wakers)) });
         assert_eq!(woken(&count), [0], "the driver wakes it");
         assert_eq!(wakers.len(), 1);
         wakers.pop().unwrap().wake();
@@ -592,7 +698,7 @@ mod tests {
         let owner = counted_callback(&ran, &dropped).erase();
         assert!(owner.abandon());
         // SAFETY: `abandon` just won the move to `ABANDONED`.
-        unsafe { owner.abandon_action() };
+        assert!(unsafe { owner.abandon_action() });
         assert_eq!(dropped.load(Ordering::Relaxed), 1);
         assert!(!owner.try_fire(owner.word_relaxed(), 7));
         drop(owner);
@@ -616,7 +722,7 @@ mod tests {
         drop(message);
         assert!(entry.try_fire(entry.word_relaxed(), 1));
         // SAFETY: `try_fire` just won the move to `FIRED`.
-        assert!(!unsafe { entry.fire(&mut Vec::new()) });
+        assert!(!unsafe { entry.fire(&mut firing(&mut Vec::new())) });
         assert_eq!(dropped.load(Ordering::Relaxed), 1);
     }
 

@@ -102,20 +102,42 @@ impl Job {
 
     /// Calls the closure; returns `false` if it panicked (the panic is caught).
     pub(crate) fn run(self) -> bool {
+        catch_unwind(AssertUnwindSafe(|| self.call())).is_ok()
+    }
+
+    /// Calls the closure, letting a panic through (for a caller that
+    /// catches it, such as the callback executor's wrapper).
+    pub(crate) fn call(self) {
         let mut this = ManuallyDrop::new(self);
         let call = this.table.call;
         let words: *mut Words = &mut this.words;
         // SAFETY: the words hold the closure `table` was made for; `this` is
-        // never dropped, so it is moved out exactly once, here.
-        catch_unwind(AssertUnwindSafe(|| unsafe { call(words) })).is_ok()
+        // never dropped, so it is moved out exactly once, here (a panic in
+        // the closure unwinds past `this` without dropping it).
+        unsafe { call(words) }
+    }
+
+    /// Drops the closure unrun; returns `false` if its drop panicked (the
+    /// panic is caught).
+    pub(crate) fn discard(self) -> bool {
+        let mut this = ManuallyDrop::new(self);
+        let drop = this.table.drop;
+        let words: *mut Words = &mut this.words;
+        // SAFETY: as in `call`, for the drop.
+        catch_unwind(AssertUnwindSafe(|| unsafe { drop(words) })).is_ok()
     }
 }
 
 impl Drop for Job {
     fn drop(&mut self) {
-        // SAFETY: a job that is dropped was never run (`run` forgets it), so
-        // its words still hold the closure.
-        unsafe { (self.table.drop)(&mut self.words) }
+        // A job dropped unrun (one that `discard` did not take) still holds
+        // its closure, whose drop is user code: it must not unwind into the
+        // thread that drops the job, which may be the driver.
+        let drop = self.table.drop;
+        let words: *mut Words = &mut self.words;
+        // SAFETY: a job that is dropped was never run or discarded (both
+        // forget it), so its words still hold the closure.
+        let _ = catch_unwind(AssertUnwindSafe(|| unsafe { drop(words) }));
     }
 }
 
@@ -213,6 +235,31 @@ mod tests {
             drop(token_job(&drops, boxed));
         }
         assert_eq!(drops.load(Ordering::Relaxed), 4);
+    }
+
+    /// Panics as it is dropped.
+    struct Bomb;
+
+    impl Drop for Bomb {
+        fn drop(&mut self) {
+            panic!("a capture that panics on drop");
+        }
+    }
+
+    #[test]
+    fn a_capture_panicking_on_drop_is_caught_whether_discarded_or_dropped() {
+        for boxed in [false, true] {
+            let pad = [0u64; 4];
+            let job = |bomb: Bomb| {
+                if boxed {
+                    Job::new(move || drop((bomb, pad)))
+                } else {
+                    Job::new(move || drop(bomb))
+                }
+            };
+            assert!(!job(Bomb).discard(), "discard reports the panic");
+            drop(job(Bomb)); // caught: the test would fail on the unwind
+        }
     }
 
     #[test]

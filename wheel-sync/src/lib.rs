@@ -150,6 +150,7 @@ mod clock;
 pub mod delay_queue;
 mod driver;
 mod entry;
+mod executor;
 #[cfg(not(loom))]
 mod global;
 mod interval;
@@ -167,7 +168,8 @@ use std::time::{Duration, Instant};
 
 use crate::clock::Clock;
 use crate::driver::{Driver, Shared};
-use crate::entry::{Callback, EntryRef, ABANDONED, CANCELLED, FIRED, MAX_TICK};
+use crate::entry::{Callback, EntryRef, ABANDONED, CANCELLED, FIRED};
+use crate::executor::Executor;
 use crate::sync::{thread, Arc, Mutex};
 
 pub use crate::delay_queue::DelayQueue;
@@ -285,8 +287,14 @@ impl std::error::Error for AdvanceError {}
 #[non_exhaustive]
 pub struct ShutdownReport {
     /// Timers (callbacks and futures) pending at shutdown: they never fired,
-    /// and their callbacks were dropped without running.
+    /// and their callbacks were dropped without running. Exact: every timer
+    /// scheduled `Ok` before `shutdown` returned either fired, was
+    /// cancelled, or is counted here.
     pub unfired: usize,
+    /// Callbacks that fired and were handed to the
+    /// [callback executor](Builder::callback_executor), which dropped them
+    /// without running them, as of the report.
+    pub unrun: usize,
 }
 
 /// Counters, as of the driver's last round (except `pending`, which is
@@ -312,9 +320,10 @@ pub struct Stats {
     pub fired: u64,
     /// Timers cancelled (including dropped futures).
     pub cancelled: u64,
-    /// Callbacks that panicked, and wakers of fired futures that panicked
-    /// when woken; the panic was caught and counted, and the driver (or the
-    /// task that was waking them) carried on.
+    /// Panics of user code, caught and counted, after which the driver (or
+    /// the thread that ran it) carried on: callbacks, wakers woken, the
+    /// drops of closures and what they capture (on fire, cancel and
+    /// shutdown) and of wakers, and the callback executor itself.
     pub panicked: u64,
     /// Live timers now.
     pub pending: usize,
@@ -327,6 +336,15 @@ pub struct Stats {
     /// reclaim). Scheduling and cancelling in a loop costs about one per
     /// thousand timers.
     pub wakeups: u64,
+    /// Rounds the driver has run: a batch of submissions filed, what is
+    /// due fired.
+    pub rounds: u64,
+    /// The most submissions filed in one round. Bounded, whatever the
+    /// backlog: a burst never holds off the timers that are due.
+    pub max_filed_per_round: u64,
+    /// The most timers fired in one round. Bounded, however many are due
+    /// at once: the queue is never left unread for long.
+    pub max_fired_per_round: u64,
 }
 
 /// Configures a [`TimerService`].
@@ -343,12 +361,13 @@ pub struct Stats {
 ///     .unwrap();
 /// assert_eq!(timers.pending(), 0);
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Builder {
     tick: Duration,
     max_pending: usize,
     thread_name: String,
     manual_clock: bool,
+    executor: Option<executor::Run>,
 }
 
 impl Default for Builder {
@@ -358,7 +377,20 @@ impl Default for Builder {
             max_pending: usize::MAX,
             thread_name: "wheel-timer".into(),
             manual_clock: false,
+            executor: None,
         }
+    }
+}
+
+impl fmt::Debug for Builder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Builder")
+            .field("tick", &self.tick)
+            .field("max_pending", &self.max_pending)
+            .field("thread_name", &self.thread_name)
+            .field("manual_clock", &self.manual_clock)
+            .field("callback_executor", &self.executor.is_some())
+            .finish()
     }
 }
 
@@ -429,16 +461,62 @@ impl Builder {
         self
     }
 
-    /// Spawns the driver thread.
+    /// Runs due callbacks through `executor` instead of on the driver
+    /// thread, so that a slow callback delays no other timer (as Netty's
+    /// `taskExecutor`). The driver hands each due callback, with a handle
+    /// or detached, to `executor` as a box; the executor runs it, on a
+    /// thread pool say, or drops it.
     ///
-    /// # Errors
-    /// `InvalidInput` if the tick is zero or longer than `u64::MAX` ns; the
-    /// OS error if the thread cannot be spawned.
+    /// Once handed over, a callback has fired: [`TimerHandle::cancel`]
+    /// returns `false` and [`TimerHandle::is_fired`] is true. It runs at
+    /// most once, when the executor calls it; a panic there, or in the
+    /// executor itself, is caught and counted in [`Stats::panicked`], and
+    /// one the executor drops unrun is counted in
+    /// [`ShutdownReport::unrun`].
+    ///
+    /// Without an executor, callbacks run on the driver thread, one after
+    /// another: they must be short, since every other timer waits for them.
     ///
     /// # Examples
     /// ```
-    /// let zero = wheel_sync::TimerService::builder().tick(std::time::Duration::ZERO);
-    /// assert_eq!(zero.build().unwrap_err().kind(), std::io::ErrorKind::InvalidInput);
+    /// use std::sync::mpsc;
+    /// use std::time::Duration;
+    ///
+    /// // A thread per callback, for the example; a pool in practice.
+    /// let timers = wheel_sync::TimerService::builder()
+    ///     .callback_executor(|callback| drop(std::thread::spawn(callback)))
+    ///     .build()
+    ///     .unwrap();
+    /// let (tx, rx) = mpsc::channel();
+    /// timers.schedule(Duration::from_millis(1), move || {
+    ///     tx.send(std::thread::current().name().map(String::from)).unwrap()
+    /// }).unwrap();
+    /// assert_eq!(rx.recv().unwrap(), None); // not the driver, `wheel-timer`
+    /// ```
+    pub fn callback_executor<E>(mut self, executor: E) -> Self
+    where
+        E: Fn(Box<dyn FnOnce() + Send + 'static>) + Send + Sync + 'static,
+    {
+        self.executor = Some(std::sync::Arc::new(executor));
+        self
+    }
+
+    /// Spawns the driver thread.
+    ///
+    /// # Errors
+    /// `InvalidInput` if the tick is zero or longer than `u64::MAX` ns, or
+    /// the thread name holds a NUL byte; the OS error if the thread cannot
+    /// be spawned.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::io::ErrorKind;
+    /// use wheel_sync::TimerService;
+    ///
+    /// let zero = TimerService::builder().tick(std::time::Duration::ZERO);
+    /// assert_eq!(zero.build().unwrap_err().kind(), ErrorKind::InvalidInput);
+    /// let nul = TimerService::builder().thread_name("timer\0");
+    /// assert_eq!(nul.build().unwrap_err().kind(), ErrorKind::InvalidInput);
     /// ```
     pub fn build(self) -> io::Result<TimerService> {
         if self.tick.is_zero() || u64::try_from(self.tick.as_nanos()).is_err() {
@@ -447,8 +525,18 @@ impl Builder {
                 "tick must be between 1 ns and u64::MAX ns",
             ));
         }
-        let (shared, consumer) =
-            Shared::new(Clock::new(self.tick, self.manual_clock), self.max_pending);
+        if self.thread_name.contains('\0') {
+            // std's spawn panics on it.
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "thread name must not contain a NUL byte",
+            ));
+        }
+        let (shared, consumer) = Shared::new(
+            Clock::new(self.tick, self.manual_clock),
+            self.max_pending,
+            self.executor.map(Executor::new),
+        );
         let driver = Driver::new(shared.clone(), consumer);
         let join = thread::spawn_named(self.thread_name, move || driver.run())?;
         shared.set_driver(join.thread().clone());
@@ -726,11 +814,10 @@ impl TimerService {
         let shared = self.shared();
         shared.admit(true)?;
         let (entry, message) = EntryRef::new(tick, Callback::new(f));
-        let entry = entry.erase();
-        shared.hand_over(&entry, message, tick, far)?;
+        shared.hand_over(message, tick, far);
         Ok(TimerHandle {
             service: self.share(),
-            entry,
+            entry: entry.erase(),
         })
     }
 
@@ -747,12 +834,8 @@ impl TimerService {
     /// });
     /// ```
     pub fn sleep(&self, delay: Duration) -> Sleep {
-        let deadline = self
-            .now()
-            .checked_add(delay)
-            .or_else(|| self.shared().clock.instant_of(MAX_TICK))
-            .unwrap_or_else(far_future);
-        Sleep::new(self.share(), deadline, delay >= parked::PARK_MIN)
+        let (deadline, tick) = self.shared().clock.deadline_after(delay);
+        Sleep::new(self.share(), deadline, tick, delay >= parked::PARK_MIN)
     }
 
     /// A future that completes at `deadline`.
@@ -768,7 +851,13 @@ impl TimerService {
     /// assert_eq!(timers.pending(), 0);
     /// ```
     pub fn sleep_until(&self, deadline: Instant) -> Sleep {
-        Sleep::new(self.share(), deadline, false)
+        let tick = self.shared().clock.tick_for(deadline);
+        self.sleep_at_tick(deadline, tick)
+    }
+
+    /// A sleep until `deadline`, whose tick is `tick`.
+    pub(crate) fn sleep_at_tick(&self, deadline: Instant, tick: u64) -> Sleep {
+        Sleep::new(self.share(), deadline, tick, false)
     }
 
     /// Runs `future` with a deadline `delay` from now.
@@ -937,11 +1026,14 @@ impl TimerService {
             scheduled: load(&driver.scheduled) + retracted,
             fired,
             cancelled: load(&driver.cancelled) + retracted,
-            panicked: load(&driver.panicked) + shared.relay.panicked(),
+            panicked: shared.panicked(),
             pending: shared.pending(),
             max_lateness: Duration::from_nanos(load(&driver.lateness_max_ns)),
             mean_lateness: Duration::from_nanos(mean_ns),
             wakeups: load(&driver.wakeups),
+            rounds: load(&driver.rounds),
+            max_filed_per_round: load(&driver.max_filed),
+            max_fired_per_round: load(&driver.max_fired),
         }
     }
 
@@ -973,9 +1065,10 @@ impl TimerService {
             .take_join()
             .ok_or(ShutdownError::AlreadyShutDown)?;
         self.shared().begin_shutdown();
-        // The driver catches callback panics, so its own result is all that is left.
-        let unfired = join.join().unwrap_or(0);
-        Ok(ShutdownReport { unfired })
+        // The driver leaves its count behind before it ends, so nothing it
+        // could meet after (a panicking drop of the user's) can lose it.
+        let _ = join.join();
+        Ok(self.shared().shutdown_report())
     }
 }
 
@@ -987,11 +1080,6 @@ impl fmt::Debug for TimerService {
             .field("shut_down", &self.shared().is_shutdown())
             .finish()
     }
-}
-
-/// `Instant` cannot say "never"; a century is as good.
-pub(crate) fn far_future() -> Instant {
-    Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600)
 }
 
 /// A scheduled callback. Dropping it does not cancel the timer.
@@ -1009,6 +1097,7 @@ pub(crate) fn far_future() -> Instant {
 /// ```
 pub struct TimerHandle {
     service: TimerService,
+    /// Its action type erased: `TimerHandle` names no closure type.
     entry: EntryRef,
 }
 

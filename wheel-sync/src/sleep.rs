@@ -6,7 +6,8 @@ use core::pin::Pin;
 use core::task::{Context, Poll};
 use std::time::Instant;
 
-use crate::entry::{EntryRef, Wake, ABANDONED, FIRED};
+use crate::clock::NEVER;
+use crate::entry::{EntryRef, Wake, ABANDONED, CANCELLED, FIRED};
 use crate::TimerService;
 
 /// A future that completes at its deadline; made by
@@ -41,19 +42,19 @@ pub struct Sleep {
 }
 
 impl Sleep {
-    /// `far`: the deadline is at least `parked::PARK_MIN` away, so the
-    /// timer is parked rather than queued (a request timeout dropped in
-    /// time then never reaches the driver).
-    pub(crate) fn new(service: TimerService, deadline: Instant, far: bool) -> Self {
+    /// A sleep due at `tick`, which is `deadline`'s (or `NEVER` for one
+    /// that never comes). `far`: the deadline is at least
+    /// `parked::PARK_MIN` away, so the timer is parked rather than queued
+    /// (a request timeout dropped in time then never reaches the driver).
+    pub(crate) fn new(service: TimerService, deadline: Instant, tick: u64, far: bool) -> Self {
         let shared = service.shared();
-        let tick = shared.clock.tick_for(deadline);
         let (entry, message) = EntryRef::new(tick, Wake::default());
-        // A refused admission means shutdown: the entry is abandoned, and poll
-        // reports it; so does one abandoned by a shutdown racing the hand-over.
+        // A refused admission means shutdown: the entry is abandoned, and
+        // poll reports it.
         if shared.admit(false).is_err() {
             entry.abandon();
         } else {
-            let _ = shared.hand_over(&entry, message, tick, far);
+            shared.hand_over(message, tick, far);
         }
         Self {
             service,
@@ -133,20 +134,52 @@ impl Sleep {
     /// assert!(Instant::now() >= soon);
     /// ```
     pub fn reset(&mut self, deadline: Instant) {
+        let tick = self.service.shared().clock.tick_for(deadline);
+        self.reset_tick(deadline, tick);
+    }
+
+    /// [`reset`](Self::reset) to a deadline that never comes.
+    pub(crate) fn reset_never(&mut self) {
+        let clock = &self.service.shared().clock;
+        let deadline = clock.never_instant();
+        self.reset_tick(deadline, NEVER);
+    }
+
+    /// [`reset`](Self::reset) to `deadline`, whose tick is `tick`.
+    ///
+    /// A fired sleep is counted in before it is armed again: armed first,
+    /// the driver could fire it and count it out before it was counted in,
+    /// and `pending` would wrap below zero meanwhile.
+    pub(crate) fn reset_tick(&mut self, deadline: Instant, tick: u64) {
         self.deadline = deadline;
         let shared = self.service.shared();
-        let tick = shared.clock.tick_for(deadline);
-        let Some((left, must_push)) = self.entry.rearm(tick) else {
-            return; // abandoned at shutdown: poll reports it
+        let must_push = loop {
+            let from = self.entry.state();
+            if matches!(from, ABANDONED | CANCELLED) {
+                return; // abandoned at shutdown: poll reports it
+            }
+            // A fired sleep is live again. Not refused: futures never are.
+            if from == FIRED && shared.admit(false).is_err() {
+                // Shut down: nothing was counted in, so nothing is counted
+                // out. Only this owner moves it out of `FIRED`.
+                let _ = self.entry.rearm_from(FIRED, tick);
+                self.entry.abandon();
+                return;
+            }
+            match self.entry.rearm_from(from, tick) {
+                Ok(must_push) => break must_push,
+                // Abandoned at shutdown (poll reports it), or cancelled.
+                Err(ABANDONED | CANCELLED) => return,
+                // Fired meanwhile: count it in again, then arm it.
+                Err(_) => {
+                    if from == FIRED {
+                        shared.release();
+                    }
+                }
+            }
         };
-        // A fired sleep is live again. Not refused: futures never are.
-        if left == FIRED && shared.admit(false).is_err() {
-            // Shut down: nothing was counted in, so nothing is counted out.
-            self.entry.abandon();
-            return;
-        }
         if must_push {
-            let _ = shared.submit(&self.entry, self.entry.erased(), tick);
+            shared.submit(self.entry.erased(), tick);
         } else {
             // Its message is still queued or parked and carries the new tick,
             // but a driver asleep past `tick` must be told to look sooner
@@ -184,7 +217,13 @@ impl Drop for Sleep {
     fn drop(&mut self) {
         self.wake_handed();
         let entry = &self.entry;
-        self.service.shared().cancel(entry, || entry.erased());
+        let shared = self.service.shared();
+        if !shared.cancel(entry, || entry.erased()) {
+            // Fired or abandoned, and polled again since, perhaps: the waker
+            // of that last poll goes with the sleep, not with whichever
+            // thread frees the entry.
+            shared.drop_waker(entry.action());
+        }
     }
 }
 

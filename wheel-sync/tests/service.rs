@@ -1351,13 +1351,14 @@ fn cancelled_far_timer_is_freed_before_its_deadline() {
     assert!(wait_until(|| timers.stats().scheduled == 1));
     thread::sleep(Duration::from_millis(5));
     assert!(handle.cancel());
+    // The cancelling thread drops the closure, at once.
+    assert!(dropped.load(SeqCst), "a cancelled callback is still held");
     drop(handle);
     assert!(
-        wait_until(|| dropped.load(SeqCst)),
-        "a cancelled callback is still held an hour before its deadline: {:?}",
+        wait_until(|| timers.stats().cancelled == 1),
+        "the driver has not counted the cancel: {:?}",
         timers.stats()
     );
-    assert_eq!(timers.stats().cancelled, 1);
 }
 
 #[test]

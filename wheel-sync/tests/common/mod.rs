@@ -9,6 +9,9 @@ use std::time::{Duration, Instant};
 
 use wheel_sync::TimerService;
 
+/// How long any condition may take to come true before a test gives up.
+pub const PATIENCE: Duration = Duration::from_secs(10);
+
 /// A service on a manual clock: time moves only by `advance`.
 pub fn manual() -> TimerService {
     TimerService::builder().manual_clock().build().unwrap()

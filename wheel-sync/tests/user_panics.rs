@@ -1,0 +1,142 @@
+//! User code never stops the driver: a panic from a callback, a waker, or
+//! the drop of anything a user handed in (a closure's captures, a waker) is
+//! caught and counted in `Stats::panicked`, on fire, cancel and shutdown,
+//! and every later timer still fires.
+#![cfg(not(loom))]
+
+use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::{mpsc, Arc};
+use std::task::{Context, RawWaker, RawWakerVTable, Waker};
+use std::time::{Duration, Instant};
+
+use wheel_sync::TimerService;
+
+mod common;
+use common::{wait_until, PATIENCE};
+
+const HOUR: Duration = Duration::from_secs(3600);
+
+/// Panics as it is dropped.
+struct Bomb;
+
+impl Drop for Bomb {
+    fn drop(&mut self) {
+        panic!("a captured value that panics on drop");
+    }
+}
+
+/// Proves the driver still runs: a fresh timer fires.
+fn assert_driver_alive(timers: &TimerService) {
+    let (tx, rx) = mpsc::channel();
+    timers
+        .schedule(Duration::from_millis(1), move || tx.send(()).unwrap())
+        .unwrap();
+    assert!(
+        rx.recv_timeout(PATIENCE).is_ok(),
+        "the driver is gone: {:?}",
+        timers.stats()
+    );
+}
+
+#[test]
+fn a_cancelled_closure_whose_capture_panics_on_drop_does_not_stop_the_driver() {
+    let timers = TimerService::new();
+    for delay in [Duration::from_millis(1), HOUR] {
+        let bomb = Bomb;
+        let handle = timers
+            .schedule_at(Instant::now() + delay, move || drop(bomb))
+            .unwrap();
+        assert!(handle.cancel());
+        drop(handle);
+    }
+    assert_driver_alive(&timers);
+    assert_eq!(timers.stats().panicked, 2);
+}
+
+#[test]
+fn closures_panicking_on_drop_at_shutdown_are_all_counted_unfired() {
+    let timers = TimerService::new();
+    for _ in 0..15 {
+        let bomb = Bomb;
+        timers.schedule(HOUR, move || drop(bomb)).unwrap();
+        let bomb = Bomb;
+        timers.schedule_detached(HOUR, move || drop(bomb)).unwrap();
+    }
+    let observer = timers.clone();
+    let report = timers.shutdown().unwrap();
+    assert_eq!(report.unfired, 30);
+    assert_eq!(observer.pending(), 0);
+    assert_eq!(observer.stats().panicked, 30);
+}
+
+#[test]
+fn a_fired_callback_whose_capture_panics_on_drop_is_counted() {
+    let timers = TimerService::new();
+    let bomb = Bomb;
+    timers
+        .schedule_detached(Duration::ZERO, move || {
+            let _bomb = bomb;
+        })
+        .unwrap();
+    assert!(wait_until(PATIENCE, || timers.stats().panicked == 1));
+    assert_driver_alive(&timers);
+}
+
+/// A waker whose drop panics (its clones count how many are live).
+fn bomb_waker(live: &'static AtomicUsize) -> Waker {
+    fn clone(data: *const ()) -> RawWaker {
+        // SAFETY: `data` is the `&'static AtomicUsize` given to `bomb_waker`.
+        unsafe { &*data.cast::<AtomicUsize>() }.fetch_add(1, SeqCst);
+        RawWaker::new(data, &VTABLE)
+    }
+    fn noop(_: *const ()) {}
+    fn drop(data: *const ()) {
+        // SAFETY: as in `clone`.
+        unsafe { &*data.cast::<AtomicUsize>() }.fetch_sub(1, SeqCst);
+        panic!("a waker that panics on drop");
+    }
+    static VTABLE: RawWakerVTable = RawWakerVTable::new(clone, noop, noop, drop);
+    live.fetch_add(1, SeqCst);
+    // SAFETY: the vtable's functions keep the `RawWaker` contract: `data`
+    // stays valid (it is `'static`) and none of them is unsafe to call twice.
+    unsafe { Waker::from_raw(RawWaker::new(core::ptr::from_ref(live).cast(), &VTABLE)) }
+}
+
+#[test]
+fn a_dropped_sleep_whose_waker_panics_on_drop_does_not_stop_the_driver() {
+    static LIVE: AtomicUsize = AtomicUsize::new(0);
+    let timers = TimerService::new();
+    let waker = std::mem::ManuallyDrop::new(bomb_waker(&LIVE));
+    for delay in [Duration::from_millis(1), HOUR] {
+        let mut sleep = Box::pin(timers.sleep(delay));
+        assert!(sleep
+            .as_mut()
+            .poll(&mut Context::from_waker(&waker))
+            .is_pending());
+        drop(sleep); // its stored clone of the waker goes here, caught
+    }
+    assert_driver_alive(&timers);
+    assert_eq!(timers.stats().panicked, 2);
+    assert_eq!(LIVE.load(SeqCst), 1, "only the test's own waker is left");
+}
+
+#[test]
+fn panics_on_every_path_add_up_in_stats() {
+    let timers = TimerService::new();
+    let runs = Arc::new(AtomicUsize::new(0));
+    for _ in 0..10 {
+        let runs = runs.clone();
+        timers
+            .schedule(Duration::ZERO, move || {
+                runs.fetch_add(1, SeqCst);
+                panic!("callback panics");
+            })
+            .unwrap();
+        let bomb = Bomb;
+        timers.schedule(HOUR, move || drop(bomb)).unwrap().cancel();
+    }
+    assert!(wait_until(PATIENCE, || runs.load(SeqCst) == 10));
+    assert!(wait_until(PATIENCE, || timers.stats().panicked == 20));
+    assert_driver_alive(&timers);
+}
