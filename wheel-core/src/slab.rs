@@ -295,6 +295,9 @@ pub(crate) struct Slab<T, S> {
     storage: S,
     free_head: u32,
     len: u32,
+    /// The generation a brand-new entry starts at: past every generation
+    /// of the entries a shrink dropped, so their stale ids stay inert.
+    fresh_generation: u32,
     _marker: core::marker::PhantomData<T>,
 }
 
@@ -304,6 +307,7 @@ impl<T, S: Storage<T>> Slab<T, S> {
             storage,
             free_head: NIL,
             len: 0,
+            fresh_generation: 0,
             _marker: core::marker::PhantomData,
         }
     }
@@ -356,17 +360,12 @@ impl<T, S: Storage<T>> Slab<T, S> {
             return Ok(TimerId { index, generation });
         }
         let index = self.entries_len() as u32;
-        let entry = Entry::Occupied {
-            generation: 0,
-            value,
-        };
+        let generation = self.fresh_generation;
+        let entry = Entry::Occupied { generation, value };
         match self.storage.try_push(link, entry) {
             Ok(()) => {
                 self.len += 1;
-                Ok(TimerId {
-                    index,
-                    generation: 0,
-                })
+                Ok(TimerId { index, generation })
             }
             Err(Entry::Occupied { value, .. }) => Err(value),
             Err(_) => unreachable!("storage handed back a different entry"),
@@ -476,5 +475,37 @@ impl<T, S: Storage<T>> Slab<T, S> {
             }
         }
         count
+    }
+}
+
+#[cfg(feature = "alloc")]
+impl<T> Slab<T, VecStorage<T>> {
+    /// Drops the vacant entries past the last occupied one and gives the
+    /// memory back; the free list is threaded again lowest index first, so
+    /// that what is inserted next keeps the storage short. O(entries).
+    pub(crate) fn shrink_to_fit(&mut self) {
+        let entries = &mut self.storage.entries;
+        let keep = entries
+            .iter()
+            .rposition(|e| matches!(e, Entry::Occupied { .. }))
+            .map_or(0, |last| last + 1);
+        for entry in &entries[keep..] {
+            if let Entry::Vacant { generation, .. } = *entry {
+                // A vacant entry holds the generation its next use gets.
+                self.fresh_generation = self.fresh_generation.max(generation);
+            }
+        }
+        entries.truncate(keep);
+        entries.shrink_to_fit();
+        self.storage.links.truncate(keep);
+        self.storage.links.shrink_to_fit();
+        let mut free_head = NIL;
+        for (index, entry) in entries.iter_mut().enumerate().rev() {
+            if let Entry::Vacant { next_free, .. } = entry {
+                *next_free = free_head;
+                free_head = index as u32;
+            }
+        }
+        self.free_head = free_head;
     }
 }

@@ -174,6 +174,28 @@ impl<T, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, VecStorage<T>, SL
     pub fn reserve(&mut self, additional: usize) {
         self.slab.storage_mut().reserve(additional);
     }
+
+    /// Gives back the memory of the entries freed past the last pending
+    /// timer: after a burst has drained, the storage shrinks to what the
+    /// timers still pending need. Ids of pending timers are unchanged and
+    /// stale ids stay inert. A timer pending at a high index keeps the
+    /// storage up to it. O(capacity).
+    ///
+    /// # Examples
+    /// ```
+    /// let mut wheel = wheel_core::Wheel::new();
+    /// let keep = wheel.insert(1_000, "keep");
+    /// let burst: Vec<_> = (0..10_000).map(|t| wheel.insert(t, "burst")).collect();
+    /// for id in burst {
+    ///     wheel.cancel(id);
+    /// }
+    /// wheel.shrink_to_fit();
+    /// assert!(wheel.capacity() < 100);
+    /// assert_eq!(wheel.cancel(keep), Some("keep"));
+    /// ```
+    pub fn shrink_to_fit(&mut self) {
+        self.slab.shrink_to_fit();
+    }
 }
 
 impl<T, const N: usize> TimerWheel<T, ArrayStorage<T, N>> {

@@ -103,6 +103,8 @@ const STALL_NAP: Duration = Duration::from_millis(1);
 /// How long a shutting-down driver waits for an admitted timer's message
 /// while none arrives.
 const SHUTDOWN_PATIENCE: Duration = Duration::from_secs(10);
+/// Wheel storage (in timers) that is never given back.
+const SHRINK_FLOOR: usize = 4096;
 /// `sleeping_until` while the driver is awake.
 const AWAKE: u64 = 0;
 /// `sleeping_until` while it sleeps with an empty wheel.
@@ -579,6 +581,8 @@ pub(crate) struct Driver {
     last_sweep: Instant,
     /// Rounds in a row that found a submission claimed but not yet written.
     stalled: u32,
+    /// The wheel's capacity and length when it was last shrunk.
+    shrunk: (usize, usize),
 }
 
 impl fmt::Debug for Driver {
@@ -603,6 +607,7 @@ impl Driver {
             job_batch: Vec::with_capacity(FIRE_BATCH),
             last_sweep,
             stalled: 0,
+            shrunk: (0, 0),
         }
     }
 
@@ -674,7 +679,23 @@ impl Driver {
             self.shared.caught_up.store(ns, Ordering::Release);
         }
         self.cascade_ahead();
+        self.give_memory_back();
         self.park(filed > 0 || woken)
+    }
+
+    /// Before a sleep: once a burst has drained, shrinks the wheel's
+    /// storage back (see [`Wheel::shrink_to_fit`]), when it is four times
+    /// what the pending timers need, and unless it was tried at this size
+    /// and the wheel has not since halved.
+    fn give_memory_back(&mut self) {
+        let (capacity, len) = (self.wheel.capacity(), self.wheel.len());
+        if capacity <= 4 * len.max(SHRINK_FLOOR)
+            || (capacity == self.shrunk.0 && 2 * len > self.shrunk.1)
+        {
+            return;
+        }
+        self.wheel.shrink_to_fit();
+        self.shrunk = (self.wheel.capacity(), len);
     }
 
     /// Files every parked message; returns how many.

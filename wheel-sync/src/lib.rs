@@ -45,9 +45,10 @@
 //!   order; the driver fires both wheels in deadline order together.
 //!   Scheduling one allocates nothing and costs 32 bytes of the driver's
 //!   memory, against 80 for a callback with a handle.
-//! - **The driver** drains submissions in bounded batches, advances the wheel
-//!   to the current tick, runs due callbacks (panics are caught and counted)
-//!   and wakes due futures, then parks until the next expiration (at most
+//! - **The driver** files submissions and fires due timers in bounded
+//!   batches (4096 a round), advances the wheel to the current tick, runs
+//!   due callbacks (panics are caught and counted) and wakes due futures,
+//!   then parks until the next expiration (at most
 //!   100 ms, to free cancelled entries), or indefinitely when there is none
 //!   and nothing arrived in the last nap: no idle ticking.
 //! - **Wakes**: when several sleeps fire in one round, the driver wakes one
@@ -136,14 +137,32 @@
 //!
 //! The driver stops when [`TimerService::shutdown`] is called or the last
 //! handle — a `TimerService` clone, a [`TimerHandle`], a `Sleep` or a
-//! `Timeout` — is dropped. Callbacks that never fired are dropped, not run,
-//! and counted in [`ShutdownReport`]. One exception to the count: a
-//! detached callback scheduled on another thread while shutdown is under
-//! way may reach the queue after the driver's last round. It is dropped,
-//! unrun, when the last handle goes, and neither the report nor
-//! [`TimerService::pending`] (which goes on counting it) knows. A `Sleep` or `Timeout` that was
-//! pending at shutdown panics when polled (as tokio's do): it would
-//! otherwise hang forever or lie about its deadline.
+//! `Timeout` — is dropped. The account is exact: every timer scheduled
+//! `Ok` before `shutdown` returned fired, was cancelled, or is counted in
+//! [`ShutdownReport::unfired`] (its callback dropped unrun, its task
+//! woken), and [`TimerService::pending`] is 0 after; a schedule that races
+//! the shutdown either gets `Ok` and is counted so, or gets
+//! [`ScheduleError::Shutdown`]. A `Sleep` or `Timeout` that was pending at
+//! shutdown panics when polled (as tokio's do): it would otherwise hang
+//! forever or lie about its deadline.
+//!
+//! # User code and the driver
+//!
+//! Nothing a user hands in can stop the driver: a panic in a callback, in
+//! a waker, or in the drop of a closure's captures or of a waker (on fire,
+//! cancel and shutdown) is caught and counted in [`Stats::panicked`], and
+//! everything else still fires. A cancelled callback's closure is dropped
+//! by the thread that cancels it, at once. Callbacks run on the driver
+//! thread one after another, so they must be short; a service built with
+//! [`Builder::callback_executor`] hands them to an executor instead.
+//!
+//! # Never early, and never
+//!
+//! Deadlines round up to the tick and the clock rounds down. A deadline
+//! past what the service can count — `Duration::MAX` from now, more than
+//! 2⁶¹ ticks, or more than 584 years past the service's start — never
+//! comes due, however far a manual clock is moved; it is never clamped to
+//! an earlier one.
 #![warn(missing_docs)]
 
 mod clock;
