@@ -70,6 +70,9 @@ use crate::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use crate::sync::{thread, Arc, Backoff, Mutex};
 use crate::{AdvanceError, ScheduleError, ShutdownReport};
 
+#[cfg(all(test, not(loom)))]
+mod tests;
+
 /// Submissions filed per round before the driver fires what is due, and
 /// timers fired per round at most: a round's work is bounded, so a burst
 /// never holds off what is due, nor a flood of due timers the submissions.
