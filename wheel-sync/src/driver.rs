@@ -622,6 +622,7 @@ impl Driver {
     /// call reports it rather than wait on a driver that is gone, and what
     /// is pending is abandoned as at any shutdown.
     pub(crate) fn run(mut self) -> usize {
+        crate::entry_cache::give_to_depot();
         let rounds = catch_unwind(AssertUnwindSafe(|| {
             // Whether the last sleep was ended by a producer.
             let mut woken = false;

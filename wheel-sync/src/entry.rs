@@ -20,11 +20,13 @@
 //!   driver's wheel. Producers never read it; it is atomic only so that the
 //!   entry is `Sync` without `unsafe`.
 
+use core::alloc::Layout;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
 use core::task::Waker;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use crate::entry_cache;
 use crate::executor::Executor;
 use crate::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 use crate::sync::{Mutex, UnsafeCell};
@@ -159,9 +161,14 @@ impl<A: Action> Inner<A> {
     /// `entry` heads an `Inner<A>` made by [`EntryRef::new`] whose last
     /// reference is being dropped: no other thread can reach it.
     unsafe fn free(entry: NonNull<Entry>) {
-        // SAFETY: it was allocated by `Box::new` as an `Inner<A>` and is
-        // unreachable now, so it is ours to drop and free.
-        drop(unsafe { Box::from_raw(entry.cast::<Self>().as_ptr()) });
+        let inner = entry.cast::<Self>();
+        // SAFETY: it was made by `EntryRef::new` as an `Inner<A>` in a block
+        // from `entry_cache::take` with this type's layout, and is
+        // unreachable now: ours to drop, then to give back.
+        unsafe {
+            core::ptr::drop_in_place(inner.as_ptr());
+            entry_cache::give(inner.cast(), Layout::new::<Self>());
+        }
     }
 }
 
@@ -189,7 +196,7 @@ impl<A: Action> EntryRef<A> {
     /// owner's, and the message its creator pushes next. Counted at once
     /// rather than cloned: one locked instruction fewer per timer.
     pub(crate) fn new(tick: u64, action: A) -> (Self, EntryRef) {
-        let inner = Box::new(Inner {
+        let inner = Inner {
             entry: Entry {
                 word: AtomicU64::new(queued_pending(tick)),
                 refs: AtomicU32::new(2),
@@ -197,8 +204,13 @@ impl<A: Action> EntryRef<A> {
                 vtable: Inner::<A>::VTABLE,
             },
             action,
-        });
-        let ptr = NonNull::from(Box::leak(inner)).cast();
+        };
+        let block = entry_cache::take(Layout::new::<Inner<A>>()).cast::<Inner<A>>();
+        // SAFETY: the block is fresh or recycled memory for exactly an
+        // `Inner<A>` (its layout), unused by anything else: writing moves
+        // the entry in without dropping whatever bytes were there.
+        unsafe { block.as_ptr().write(inner) };
+        let ptr = block.cast();
         let owner = Self {
             ptr,
             _action: PhantomData,

@@ -169,6 +169,7 @@ mod clock;
 pub mod delay_queue;
 mod driver;
 mod entry;
+mod entry_cache;
 mod executor;
 #[cfg(not(loom))]
 mod global;

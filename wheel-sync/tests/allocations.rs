@@ -1,0 +1,76 @@
+//! A steady request-timeout loop — schedule a callback a second out, the
+//! reply comes, cancel it; or a `Sleep` made, polled and dropped —
+//! allocates nothing once warm, on the calling thread or the driver: the
+//! entry's block is recycled by the thread that frees it, and the timer
+//! never leaves its parking slot. Counted by a global allocator; this
+//! binary holds this one test, so no other test allocates meanwhile.
+#![cfg(not(loom))]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::task::{Context, Waker};
+use std::time::Duration;
+
+use wheel_sync::TimerService;
+
+/// The system allocator, counting its calls.
+struct Counting;
+
+static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: every call is passed straight to `System`, which keeps the
+// `GlobalAlloc` contract; the count is only bookkeeping.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, SeqCst);
+        // SAFETY: the caller's contract is `System`'s.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: as in `alloc`.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// Requests `n` times, each a callback scheduled a second out and
+/// cancelled, and a sleep a second out, polled and dropped; returns how
+/// many allocations the process made meanwhile.
+fn allocations_in(timers: &TimerService, n: usize) -> usize {
+    let second = Duration::from_secs(1);
+    let mut cx = Context::from_waker(Waker::noop());
+    let before = ALLOCATIONS.load(SeqCst);
+    for i in 0..n {
+        let handle = timers.schedule(second, move || assert!(i < n)).unwrap();
+        assert!(handle.cancel());
+        let mut sleep = timers.sleep(second);
+        assert!(Pin::new(&mut sleep).poll(&mut cx).is_pending());
+    }
+    ALLOCATIONS.load(SeqCst) - before
+}
+
+#[test]
+fn a_steady_schedule_and_cancel_loop_allocates_nothing() {
+    let n = if cfg!(miri) { 100 } else { 200_000 };
+    // A manual clock never comes due and never sweeps: the loop alone.
+    let manual = TimerService::builder().manual_clock().build().unwrap();
+    allocations_in(&manual, 10_000); // warm: the caches, the first rounds
+    let allocated = allocations_in(&manual, n);
+    assert_eq!(allocated, 0, "{allocated} allocations in {n} requests");
+    drop(manual);
+    // On the real clock the driver sweeps the parking slots every 10 ms,
+    // and a timer it sweeps is freed on its thread: at most one block per
+    // sweep changes threads, and comes back through the depot.
+    let real = TimerService::new();
+    allocations_in(&real, 10_000);
+    let allocated = allocations_in(&real, n);
+    assert!(
+        allocated * 10_000 <= n,
+        "{allocated} allocations in {n} requests"
+    );
+}
