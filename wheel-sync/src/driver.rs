@@ -156,6 +156,9 @@ pub(crate) struct Shared {
     /// The driver's last word: how many timers its shutdown abandoned.
     /// Read after joining it, so no panic after it can lose the count.
     unfired: AtomicUsize,
+    /// For the driver's tests: its next round panics, as a bug would.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fail_next_round: AtomicBool,
 }
 
 /// Counters only the driver writes.
@@ -212,6 +215,8 @@ impl Shared {
             panicked: AtomicU64::new(0),
             executor,
             unfired: AtomicUsize::new(0),
+            #[cfg(all(test, not(loom)))]
+            fail_next_round: AtomicBool::new(false),
         });
         (shared, consumer)
     }
@@ -640,6 +645,10 @@ impl Driver {
     /// [`BATCH`]), and parks if nothing is left to do. Returns whether a
     /// producer ended the sleep, if there was one.
     fn round(&mut self, woken: bool) -> bool {
+        #[cfg(all(test, not(loom)))]
+        if self.shared.fail_next_round.swap(false, Ordering::Relaxed) {
+            panic!("the driver's own code panics");
+        }
         // Read first: what was submitted before the clock got here is
         // then filed, and fired if due, by this round.
         let manual_ns = self.shared.clock.manual_ns();

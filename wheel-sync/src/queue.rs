@@ -51,6 +51,29 @@ const INSTALLING: u64 = 1;
 /// `tail` keeps the next sequence number above the [`INSTALLING`] bit.
 const SEQ_SHIFT: u32 = 1;
 
+/// For the driver's tests: a producer preempted between its claim and its
+/// write, held there until the test lets it go.
+#[cfg(all(test, not(loom)))]
+pub(crate) mod stall {
+    use std::cell::Cell;
+    use std::sync::mpsc::Receiver;
+
+    std::thread_local! {
+        static HOLD: Cell<Option<Receiver<()>>> = const { Cell::new(None) };
+    }
+
+    /// This thread's next push waits, claimed, for a message on `release`.
+    pub(crate) fn next_push(release: Receiver<()>) {
+        HOLD.with(|hold| hold.set(Some(release)));
+    }
+
+    pub(super) fn point() {
+        if let Some(release) = HOLD.with(Cell::take) {
+            let _ = release.recv();
+        }
+    }
+}
+
 /// Index of sequence number `seq` within its block.
 fn slot_index(seq: u64) -> usize {
     // The remainder is below BLOCK_CAP, so it fits in usize.
@@ -194,6 +217,8 @@ impl<T> Shared<T> {
                             .seq
                             .store((seq + 1) << SEQ_SHIFT, Ordering::Release);
                     }
+                    #[cfg(all(test, not(loom)))]
+                    stall::point();
                     let slot = &block.slots[index];
                     slot.value.with_mut(|cell| {
                         // SAFETY: the CAS gave this push slot `seq` alone, and the consumer

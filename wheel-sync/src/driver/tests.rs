@@ -1,7 +1,7 @@
 //! The driver's own steps, driven by hand on a manual clock.
 
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::*;
 use crate::entry::{Wake, FIRED};
@@ -44,4 +44,96 @@ fn a_sweep_before_a_long_sleep_that_files_a_due_timer_goes_back_to_a_round() {
     assert!(went_back, "the driver slept past a due timer");
     assert!(driver.fire_due(shared.clock.now()));
     assert_eq!(entry.state(), FIRED);
+}
+
+#[test]
+fn a_producer_preempted_between_claim_and_write_neither_spins_the_driver_nor_holds_due_timers() {
+    use crate::job::Job;
+    use crate::queue::stall;
+    use std::sync::atomic::AtomicUsize as StdAtomicUsize;
+
+    let clock = Clock::new(Duration::from_millis(1), false);
+    let (shared, consumer) = Shared::new(clock, usize::MAX, None);
+    let driver = Driver::new(Arc::clone(&shared), consumer);
+    let join = std::thread::spawn(move || driver.run());
+    shared.set_driver(join.thread().clone());
+    // A timer in the wheel, due 30 ms from now.
+    let due = shared.clock.tick_after(Duration::from_millis(30));
+    let (entry, message) = EntryRef::new(due, Wake::default());
+    shared.admit(false).unwrap();
+    shared.submit(message, due);
+    while shared.stats().scheduled.load(Ordering::Relaxed) == 0 {
+        std::thread::yield_now();
+    }
+    // A producer claims a place and stops before writing it; a job queued
+    // behind it waits on it (the queue is FIFO).
+    let ran = Arc::new(StdAtomicUsize::new(0));
+    let job = |ran: &Arc<StdAtomicUsize>| {
+        let ran = Arc::clone(ran);
+        Job::new(move || {
+            ran.fetch_add(1, Ordering::Relaxed);
+        })
+    };
+    let (release, held) = mpsc::channel();
+    let producer = {
+        let (shared, job) = (Arc::clone(&shared), job(&ran));
+        std::thread::spawn(move || {
+            stall::next_push(held);
+            shared.admit(true).unwrap();
+            shared.submit_job(0, job);
+        })
+    };
+    while shared.producer.is_empty() {
+        std::thread::yield_now();
+    }
+    shared.admit(true).unwrap();
+    shared.submit_job(0, job(&ran));
+    let rounds = || shared.stats().rounds.load(Ordering::Relaxed);
+    let before = rounds();
+    std::thread::sleep(Duration::from_millis(100));
+    let spun = rounds() - before;
+    // The wheel's timer fired on time meanwhile, the queue's waited.
+    assert_eq!(entry.state(), FIRED);
+    assert_eq!(ran.load(Ordering::Relaxed), 0);
+    release.send(()).unwrap();
+    producer.join().unwrap();
+    while ran.load(Ordering::Relaxed) < 2 {
+        std::thread::yield_now();
+    }
+    shared.begin_shutdown();
+    join.join().unwrap();
+    // Yielding alone, a round every few microseconds: tens of thousands.
+    assert!(spun < 1_000, "{spun} rounds in 100 ms of a stalled queue");
+}
+
+#[test]
+fn should_the_driver_die_every_call_reports_it_and_nothing_hangs() {
+    use crate::{ScheduleError, TimerService};
+
+    let timers = TimerService::new();
+    let hour = Duration::from_secs(3600);
+    let handle = timers.schedule(hour, || ()).unwrap();
+    let sleep = timers.sleep(hour);
+    timers
+        .shared()
+        .fail_next_round
+        .store(true, Ordering::Relaxed);
+    // Wake the driver into the round that fails.
+    let _ = timers.schedule(Duration::ZERO, || ());
+    let give_up = Instant::now() + Duration::from_secs(10);
+    while !timers.shared().is_shutdown() {
+        assert!(Instant::now() < give_up, "the driver's death went unseen");
+        std::thread::yield_now();
+    }
+    assert_eq!(
+        timers.schedule(hour, || ()).unwrap_err(),
+        ScheduleError::Shutdown
+    );
+    assert!(timers.sleep(hour).is_shut_down());
+    let report = timers.shutdown().unwrap();
+    // What was pending was abandoned as at any shutdown.
+    assert!(handle.is_cancelled());
+    assert!(sleep.is_shut_down());
+    assert_eq!(timers.pending(), 0);
+    assert!((2..=3).contains(&report.unfired), "{report:?}");
 }
