@@ -696,7 +696,11 @@ impl TimerService {
         &self.local.shared
     }
 
-    /// Runs `f` on the driver thread once `delay` has passed.
+    /// Runs `f` on the driver thread once `delay` has passed (or hands it
+    /// to the [callback executor](Builder::callback_executor)). On the
+    /// driver, `f` must be short: the other timers wait while it runs. A
+    /// panic in `f`, or in the drop of what it captured, is caught and
+    /// counted in [`Stats::panicked`].
     ///
     /// # Errors
     /// [`ScheduleError::Shutdown`] after shutdown;

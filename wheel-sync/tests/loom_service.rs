@@ -6,8 +6,9 @@
 //! retracted by a cancel, swept by the driver, abandoned at shutdown, and
 //! detached callbacks (no entry: queued and filed by value) fired, or
 //! dropped unrun by a racing shutdown, a parked `Sleep` reset earlier,
-//! sleeps fired in one round, woken through the relay, and a manual clock's
-//! `advance`, which returns only once what came due has fired.
+//! sleeps fired in one round, woken through the relay, a manual clock's
+//! `advance`, which returns only once what came due has fired, and the
+//! exact account of a shutdown racing schedules, cancels and sleeps.
 //!
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p wheel-sync --release --test loom_service`
 //!
@@ -382,5 +383,37 @@ fn parked_sleep_reset_earlier_is_swept_and_fires() {
         wait_until(|| timers.pending() == 0);
         timers.shutdown().unwrap();
         assert_eq!(timers.stats().fired, 1);
+    });
+}
+
+#[test]
+fn the_accounting_adds_up_whatever_the_shutdown_races() {
+    // The stress test's account at a model's size: a callback scheduled and
+    // cancelled, a detached one due at once, and a shutdown racing both.
+    model(|| {
+        let timers = TimerService::new();
+        let ran = counter();
+        let producer = {
+            let (timers, ran) = (timers.clone(), ran.clone());
+            thread::spawn(move || {
+                let mut scheduled = 0;
+                let mut cancelled = 0;
+                if let Ok(handle) = timers.schedule(HOUR, || ()) {
+                    scheduled += 1;
+                    cancelled += usize::from(handle.cancel());
+                }
+                let ran = ran.clone();
+                let detached = timers.schedule_detached_at(past(), move || {
+                    ran.fetch_add(1, Ordering::SeqCst);
+                });
+                scheduled += usize::from(detached.is_ok());
+                (scheduled, cancelled)
+            })
+        };
+        let report = timers.shutdown().unwrap();
+        let (scheduled, cancelled) = producer.join().unwrap();
+        let fired = ran.load(Ordering::SeqCst);
+        assert_eq!(fired + cancelled + report.unfired, scheduled);
+        assert_eq!(timers.pending(), 0);
     });
 }
