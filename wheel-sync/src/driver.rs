@@ -803,8 +803,9 @@ impl Driver {
             self.fire_entries(step, started, &mut tally);
             self.fire_jobs(step, started, &mut tally);
         };
-        self.shared.relay.dispatch(&mut self.wakers);
+        // Counted before the wakes, so that a woken task sees its own fire.
         tally.record(&self.shared.stats);
+        self.shared.relay.dispatch(&mut self.wakers);
         all_fired
     }
 

@@ -1,0 +1,87 @@
+//! [`TimerHandle`]: a scheduled callback, for cancelling it.
+
+use core::fmt;
+
+use crate::entry::{EntryRef, ABANDONED, CANCELLED, FIRED};
+use crate::TimerService;
+
+/// A scheduled callback. Dropping it does not cancel the timer.
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+///
+/// let timers = wheel_sync::TimerService::new();
+/// let handle = timers.schedule(Duration::from_secs(30), || ()).unwrap();
+/// assert!(!handle.is_fired());
+/// assert!(handle.cancel());
+/// assert!(handle.is_cancelled());
+/// assert!(!handle.cancel()); // only the first cancel wins
+/// ```
+pub struct TimerHandle {
+    pub(crate) service: TimerService,
+    /// Its action type erased: `TimerHandle` names no closure type.
+    pub(crate) entry: EntryRef,
+}
+
+impl TimerHandle {
+    /// Cancels the timer: `true` iff the callback will now never run;
+    /// `false` if it ran, is running, was already cancelled or was abandoned
+    /// at shutdown. O(1); the driver frees the timer within a round.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let timers = wheel_sync::TimerService::new();
+    /// let handle = timers.schedule(Duration::from_secs(1), || ()).unwrap();
+    /// assert!(handle.cancel());
+    /// ```
+    pub fn cancel(&self) -> bool {
+        let entry = &self.entry;
+        self.service.shared().cancel(entry, || entry.clone())
+    }
+
+    /// Whether the timer was cancelled, or abandoned by a shutdown: either
+    /// way its callback will never run.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let timers = wheel_sync::TimerService::new();
+    /// let handle = timers.schedule(Duration::from_secs(1), || ()).unwrap();
+    /// assert!(!handle.is_cancelled());
+    /// ```
+    pub fn is_cancelled(&self) -> bool {
+        matches!(self.entry.state(), CANCELLED | ABANDONED)
+    }
+
+    /// Whether the callback has started (it may still be running).
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let timers = wheel_sync::TimerService::new();
+    /// let handle = timers.schedule(Duration::ZERO, || ()).unwrap();
+    /// while !handle.is_fired() {
+    ///     std::thread::yield_now();
+    /// }
+    /// ```
+    pub fn is_fired(&self) -> bool {
+        self.entry.state() == FIRED
+    }
+}
+
+impl fmt::Debug for TimerHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TimerHandle")
+            .field("fired", &self.is_fired())
+            .field("cancelled", &self.is_cancelled())
+            .finish()
+    }
+}
+
+// Compile-time proof that the futures and queues move between an
+// executor's threads (and the handles are shared by them).

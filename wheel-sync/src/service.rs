@@ -1,0 +1,552 @@
+//! [`TimerService`]: the handle every call goes through, and the owner
+//! that ends the driver when the last handle goes.
+
+use core::fmt;
+use core::future::Future;
+use std::time::{Duration, Instant};
+
+use crate::driver::Shared;
+use crate::entry::{Callback, EntryRef};
+use crate::sync::{thread, Arc, Mutex};
+use crate::{
+    job, parked, AdvanceError, Builder, Interval, ScheduleError, ShutdownError, ShutdownReport,
+    Sleep, Stats, Timeout, TimerHandle,
+};
+
+/// Ends the driver when the last handle goes.
+pub(crate) struct Owner {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) join: Mutex<Option<thread::JoinHandle<usize>>>,
+}
+
+impl Owner {
+    pub(crate) fn take_join(&self) -> Option<thread::JoinHandle<usize>> {
+        self.join.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+}
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        self.shared.begin_shutdown();
+        let join = self.take_join();
+        // On the driver thread (a callback dropped the last handle) the
+        // driver is already on its way out; it cannot join itself.
+        if !self.shared.on_driver_thread() {
+            if let Some(join) = join {
+                let _ = join.join();
+            }
+        }
+    }
+}
+
+/// A handle to a timer service: cheap to clone, `Send + Sync`.
+///
+/// The driver stops when [`shutdown`](Self::shutdown) is called or the last
+/// handle is dropped (clones, [`TimerHandle`]s and pending futures all hold
+/// one). See the [crate docs](crate) for the design.
+///
+/// Each clone counts the handles made through it on a cache line of its
+/// own, so threads that each schedule through their own clone never touch
+/// a shared count; threads sharing one `TimerService` by reference bump one
+/// counter for every [`TimerHandle`], `Sleep` and `Timeout` they make.
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+///
+/// let timers = wheel_sync::TimerService::new();
+/// let other_thread = timers.clone();
+/// std::thread::spawn(move || {
+///     other_thread.schedule(Duration::from_millis(1), || ()).unwrap();
+/// })
+/// .join()
+/// .unwrap();
+/// ```
+pub struct TimerService {
+    local: Arc<Local>,
+}
+
+/// One `TimerService` value, shared by the handles made through it: what
+/// the handles' reference counting touches. Aligned to a cache line of its
+/// own, so that counting handles on one thread never disturbs another's.
+#[repr(align(128))]
+struct Local {
+    /// `owner.shared` again, so that every call reaches it in one hop.
+    shared: Arc<Shared>,
+    owner: Arc<Owner>,
+}
+
+impl Clone for TimerService {
+    /// A new handle on the same service, with a count of its own (see the
+    /// type's docs).
+    fn clone(&self) -> Self {
+        Self::of(Arc::clone(&self.local.owner))
+    }
+}
+
+impl Default for TimerService {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TimerService {
+    /// A service with a 1 ms tick and no pending limit; spawns its driver.
+    ///
+    /// # Panics
+    /// If the OS cannot spawn the driver thread; use
+    /// [`builder`](Self::builder) to get the error instead.
+    ///
+    /// # Examples
+    /// ```
+    /// let timers = wheel_sync::TimerService::new();
+    /// assert_eq!(timers.pending(), 0);
+    /// ```
+    #[track_caller]
+    pub fn new() -> Self {
+        match Self::builder().build() {
+            Ok(service) => service,
+            Err(e) => panic!("wheel-sync: cannot spawn the driver thread: {e}"),
+        }
+    }
+
+    /// A [`Builder`] with the defaults.
+    ///
+    /// # Examples
+    /// ```
+    /// let timers = wheel_sync::TimerService::builder().build().unwrap();
+    /// # drop(timers);
+    /// ```
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+
+    pub(crate) fn of(owner: Arc<Owner>) -> Self {
+        Self {
+            local: Arc::new(Local {
+                shared: Arc::clone(&owner.shared),
+                owner,
+            }),
+        }
+    }
+
+    /// Another reference to this very value, for a handle made through it.
+    pub(crate) fn share(&self) -> Self {
+        Self {
+            local: Arc::clone(&self.local),
+        }
+    }
+
+    pub(crate) fn shared(&self) -> &Shared {
+        &self.local.shared
+    }
+
+    /// Runs `f` on the driver thread once `delay` has passed (or hands it
+    /// to the [callback executor](Builder::callback_executor)). On the
+    /// driver, `f` must be short: the other timers wait while it runs. A
+    /// panic in `f`, or in the drop of what it captured, is caught and
+    /// counted in [`Stats::panicked`].
+    ///
+    /// # Errors
+    /// [`ScheduleError::Shutdown`] after shutdown;
+    /// [`ScheduleError::TooManyPending`] when the limit is reached.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::sync::mpsc;
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let timers = wheel_sync::TimerService::new();
+    /// let (tx, rx) = mpsc::channel();
+    /// let start = Instant::now();
+    /// timers.schedule(Duration::from_millis(3), move || tx.send(()).unwrap()).unwrap();
+    /// rx.recv().unwrap();
+    /// assert!(start.elapsed() >= Duration::from_millis(3));
+    /// ```
+    pub fn schedule(
+        &self,
+        delay: Duration,
+        f: impl FnOnce() + Send + 'static,
+    ) -> Result<TimerHandle, ScheduleError> {
+        let tick = self.shared().clock.tick_after(delay);
+        self.schedule_tick(tick, delay >= parked::PARK_MIN, f)
+    }
+
+    /// Runs `f` on the driver thread at `deadline` (at once if it has passed).
+    ///
+    /// # Errors
+    /// As [`schedule`](Self::schedule).
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let timers = wheel_sync::TimerService::new();
+    /// let handle = timers.schedule_at(Instant::now() + Duration::from_secs(5), || ()).unwrap();
+    /// assert!(handle.cancel());
+    /// ```
+    pub fn schedule_at(
+        &self,
+        deadline: Instant,
+        f: impl FnOnce() + Send + 'static,
+    ) -> Result<TimerHandle, ScheduleError> {
+        let tick = self.shared().clock.tick_for(deadline);
+        self.schedule_tick(tick, false, f)
+    }
+
+    /// Runs `f` on the driver thread once `delay` has passed. Fire and
+    /// forget: there is no handle, so it cannot be cancelled.
+    ///
+    /// That makes it cheaper than [`schedule`](Self::schedule). A closure of
+    /// up to two words (a reference and a number, say) travels inline, so
+    /// scheduling allocates nothing and firing frees nothing, and the driver
+    /// keeps it by value in a wheel built for timers that are never
+    /// cancelled: 32 bytes per timer in all, where a callback with a handle
+    /// costs 80. A bigger closure is boxed. It counts
+    /// toward [`pending`](Self::pending) and [`Builder::max_pending`] like
+    /// any callback, and a shutdown drops it unrun like any callback.
+    ///
+    /// # Errors
+    /// [`ScheduleError::Shutdown`] after shutdown;
+    /// [`ScheduleError::TooManyPending`] when the limit is reached. Either
+    /// way `f` is dropped unrun.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::sync::mpsc;
+    /// use std::time::Duration;
+    ///
+    /// let timers = wheel_sync::TimerService::new();
+    /// let (tx, rx) = mpsc::channel();
+    /// for ms in [30, 10, 20] {
+    ///     let tx = tx.clone();
+    ///     timers.schedule_detached(Duration::from_millis(ms), move || tx.send(ms).unwrap()).unwrap();
+    /// }
+    /// let fired: Vec<u64> = rx.iter().take(3).collect();
+    /// assert_eq!(fired, [10, 20, 30]);
+    /// ```
+    pub fn schedule_detached(
+        &self,
+        delay: Duration,
+        f: impl FnOnce() + Send + 'static,
+    ) -> Result<(), ScheduleError> {
+        let tick = self.shared().clock.tick_after(delay);
+        self.detach_tick(tick, f)
+    }
+
+    /// Runs `f` on the driver thread at `deadline` (at once if it has
+    /// passed), with no handle: [`schedule_detached`](Self::schedule_detached)
+    /// with a deadline.
+    ///
+    /// # Errors
+    /// As [`schedule_detached`](Self::schedule_detached).
+    ///
+    /// # Examples
+    /// ```
+    /// use std::sync::mpsc;
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let timers = wheel_sync::TimerService::new();
+    /// let (tx, rx) = mpsc::channel();
+    /// let deadline = Instant::now() + Duration::from_millis(5);
+    /// timers.schedule_detached_at(deadline, move || tx.send(Instant::now()).unwrap()).unwrap();
+    /// assert!(rx.recv().unwrap() >= deadline);
+    /// ```
+    pub fn schedule_detached_at(
+        &self,
+        deadline: Instant,
+        f: impl FnOnce() + Send + 'static,
+    ) -> Result<(), ScheduleError> {
+        let tick = self.shared().clock.tick_for(deadline);
+        self.detach_tick(tick, f)
+    }
+
+    fn detach_tick(
+        &self,
+        tick: u64,
+        f: impl FnOnce() + Send + 'static,
+    ) -> Result<(), ScheduleError> {
+        let shared = self.shared();
+        shared.admit(true)?;
+        shared.submit_job(tick, job::Job::new(f));
+        Ok(())
+    }
+
+    /// `far`: the deadline is at least [`parked::PARK_MIN`] away, so the
+    /// timer may be parked rather than queued (see `parked`).
+    fn schedule_tick(
+        &self,
+        tick: u64,
+        far: bool,
+        f: impl FnOnce() + Send + 'static,
+    ) -> Result<TimerHandle, ScheduleError> {
+        let shared = self.shared();
+        shared.admit(true)?;
+        let (entry, message) = EntryRef::new(tick, Callback::new(f));
+        shared.hand_over(message, tick, far);
+        Ok(TimerHandle {
+            service: self.share(),
+            entry: entry.erase(),
+        })
+    }
+
+    /// A future that completes after `delay`.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let timers = wheel_sync::TimerService::new();
+    /// # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    /// rt.block_on(async {
+    ///     timers.sleep(Duration::from_millis(1)).await;
+    /// });
+    /// ```
+    pub fn sleep(&self, delay: Duration) -> Sleep {
+        let (deadline, tick) = self.shared().clock.deadline_after(delay);
+        Sleep::new(self.share(), deadline, tick, delay >= parked::PARK_MIN)
+    }
+
+    /// A future that completes at `deadline`.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let timers = wheel_sync::TimerService::new();
+    /// let sleep = timers.sleep_until(Instant::now() + Duration::from_secs(1));
+    /// assert_eq!(timers.pending(), 1);
+    /// drop(sleep);
+    /// assert_eq!(timers.pending(), 0);
+    /// ```
+    pub fn sleep_until(&self, deadline: Instant) -> Sleep {
+        let tick = self.shared().clock.tick_for(deadline);
+        self.sleep_at_tick(deadline, tick)
+    }
+
+    /// A sleep until `deadline`, whose tick is `tick`.
+    pub(crate) fn sleep_at_tick(&self, deadline: Instant, tick: u64) -> Sleep {
+        Sleep::new(self.share(), deadline, tick, false)
+    }
+
+    /// Runs `future` with a deadline `delay` from now.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let timers = wheel_sync::TimerService::new();
+    /// # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    /// let reply = rt.block_on(timers.timeout(Duration::from_secs(1), async { "pong" }));
+    /// assert_eq!(reply, Ok("pong"));
+    /// ```
+    pub fn timeout<F: Future>(&self, delay: Duration, future: F) -> Timeout<F> {
+        Timeout::new(future, self.sleep(delay))
+    }
+
+    /// Runs `future` with a deadline at `deadline`. The future is polled
+    /// first, so one that is ready wins even when the deadline has passed.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let timers = wheel_sync::TimerService::new();
+    /// # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    /// let deadline = Instant::now() + Duration::from_millis(2);
+    /// let never = std::future::pending::<()>();
+    /// assert!(rt.block_on(timers.timeout_at(deadline, never)).is_err());
+    /// assert!(Instant::now() >= deadline);
+    /// ```
+    pub fn timeout_at<F: Future>(&self, deadline: Instant, future: F) -> Timeout<F> {
+        Timeout::new(future, self.sleep_until(deadline))
+    }
+
+    /// Ticks every `period`, the first at once: [`interval_at`](Self::interval_at)
+    /// from now.
+    ///
+    /// # Panics
+    /// If `period` is zero.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let timers = wheel_sync::TimerService::new();
+    /// let start = Instant::now();
+    /// let mut heartbeat = timers.interval(Duration::from_millis(2));
+    /// # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    /// rt.block_on(async {
+    ///     for _ in 0..3 {
+    ///         heartbeat.tick().await; // send a heartbeat
+    ///     }
+    /// });
+    /// assert!(start.elapsed() >= Duration::from_millis(4)); // at 0, 2 and 4 ms
+    /// ```
+    pub fn interval(&self, period: Duration) -> Interval {
+        self.interval_at(self.now(), period)
+    }
+
+    /// Ticks at `start` and every `period` after it, on one reused timer
+    /// (see [`Interval`]).
+    ///
+    /// # Panics
+    /// If `period` is zero.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let timers = wheel_sync::TimerService::new();
+    /// let start = Instant::now() + Duration::from_millis(2);
+    /// let mut every = timers.interval_at(start, Duration::from_millis(3));
+    /// # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    /// rt.block_on(async {
+    ///     assert_eq!(every.tick().await, start);
+    ///     assert_eq!(every.tick().await, start + Duration::from_millis(3));
+    /// });
+    /// ```
+    pub fn interval_at(&self, start: Instant, period: Duration) -> Interval {
+        Interval::new(self.sleep_until(start), period)
+    }
+
+    /// The service's time: `Instant::now()`, or for a
+    /// [manual clock](Builder::manual_clock) the moment it was built plus
+    /// however far [`advance`](Self::advance) has moved it.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let timers = wheel_sync::TimerService::builder().manual_clock().build().unwrap();
+    /// let start = timers.now();
+    /// std::thread::sleep(Duration::from_millis(2));
+    /// assert_eq!(timers.now(), start); // stands still
+    /// timers.advance(Duration::from_millis(5)).unwrap();
+    /// assert_eq!(timers.now(), start + Duration::from_millis(5));
+    /// ```
+    pub fn now(&self) -> Instant {
+        self.shared().clock.now()
+    }
+
+    /// Moves a [manual clock](Builder::manual_clock) forward by `by`, then
+    /// waits until the driver has fired every timer due by the new time
+    /// (scheduled, from any thread, before this call): callbacks have run and
+    /// sleeps' wakers have been woken when it returns. Called from a
+    /// callback, it moves the clock and returns at once; what came due fires
+    /// after the callback, in the driver's next round.
+    ///
+    /// # Errors
+    /// [`AdvanceError::NotManual`] for a service that follows the monotonic
+    /// clock; [`AdvanceError::Shutdown`] if the service shut down before the
+    /// timers due fired.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let timers = wheel_sync::TimerService::builder().manual_clock().build().unwrap();
+    /// let sleep = timers.sleep(Duration::from_secs(3600));
+    /// timers.advance(Duration::from_secs(3599)).unwrap();
+    /// assert!(!sleep.is_elapsed());
+    /// timers.advance(Duration::from_secs(1)).unwrap();
+    /// assert!(sleep.is_elapsed());
+    /// ```
+    pub fn advance(&self, by: Duration) -> Result<(), AdvanceError> {
+        self.shared().advance(by)
+    }
+
+    /// Live timers: scheduled callbacks, sleeps and timeouts that have not
+    /// fired, been cancelled or been dropped.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let timers = wheel_sync::TimerService::new();
+    /// let h = timers.schedule(Duration::from_secs(60), || ()).unwrap();
+    /// assert_eq!(timers.pending(), 1);
+    /// h.cancel();
+    /// assert_eq!(timers.pending(), 0);
+    /// ```
+    pub fn pending(&self) -> usize {
+        self.shared().pending()
+    }
+
+    /// The counters (see [`Stats`]).
+    ///
+    /// # Examples
+    /// ```
+    /// let timers = wheel_sync::TimerService::new();
+    /// assert_eq!(timers.stats().fired, 0);
+    /// ```
+    pub fn stats(&self) -> Stats {
+        let shared = self.shared();
+        let driver = shared.stats();
+        let load =
+            |c: &crate::sync::atomic::AtomicU64| c.load(crate::sync::atomic::Ordering::Relaxed);
+        let fired = load(&driver.fired);
+        let mean_ns = load(&driver.lateness_sum_ns)
+            .checked_div(fired)
+            .unwrap_or(0);
+        // Timers cancelled while parked never reach the driver's counts.
+        let retracted = shared.retracted();
+        Stats {
+            scheduled: load(&driver.scheduled) + retracted,
+            fired,
+            cancelled: load(&driver.cancelled) + retracted,
+            panicked: shared.panicked(),
+            pending: shared.pending(),
+            max_lateness: Duration::from_nanos(load(&driver.lateness_max_ns)),
+            mean_lateness: Duration::from_nanos(mean_ns),
+            wakeups: load(&driver.wakeups),
+            rounds: load(&driver.rounds),
+            max_filed_per_round: load(&driver.max_filed),
+            max_fired_per_round: load(&driver.max_fired),
+        }
+    }
+
+    /// Stops and joins the driver. Timers still pending never fire: their
+    /// callbacks are dropped and counted in the report; pending futures are
+    /// woken and panic if polled (see [`Sleep`]). Afterwards `schedule`
+    /// returns [`ScheduleError::Shutdown`].
+    ///
+    /// # Errors
+    /// [`ShutdownError::FromCallback`] if called from a callback (the driver
+    /// cannot join itself); [`ShutdownError::AlreadyShutDown`] on a second call.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use wheel_sync::ScheduleError;
+    ///
+    /// let timers = wheel_sync::TimerService::new();
+    /// timers.shutdown().unwrap();
+    /// assert_eq!(timers.schedule(Duration::ZERO, || ()).unwrap_err(), ScheduleError::Shutdown);
+    /// ```
+    pub fn shutdown(&self) -> Result<ShutdownReport, ShutdownError> {
+        if self.shared().on_driver_thread() {
+            return Err(ShutdownError::FromCallback);
+        }
+        let join = self
+            .local
+            .owner
+            .take_join()
+            .ok_or(ShutdownError::AlreadyShutDown)?;
+        self.shared().begin_shutdown();
+        // The driver leaves its count behind before it ends, so nothing it
+        // could meet after (a panicking drop of the user's) can lose it.
+        let _ = join.join();
+        Ok(self.shared().shutdown_report())
+    }
+}
+
+impl fmt::Debug for TimerService {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TimerService")
+            .field("pending", &self.pending())
+            .field("max_pending", &self.shared().max_pending())
+            .field("shut_down", &self.shared().is_shutdown())
+            .finish()
+    }
+}

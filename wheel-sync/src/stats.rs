@@ -1,0 +1,78 @@
+//! What the service reports about itself: [`Stats`] and the
+//! [`ShutdownReport`].
+
+use std::time::Duration;
+
+/// What a shutdown left undone.
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+///
+/// let timers = wheel_sync::TimerService::new();
+/// timers.schedule(Duration::from_secs(3600), || ()).unwrap();
+/// assert_eq!(timers.shutdown().unwrap().unfired, 1);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ShutdownReport {
+    /// Timers (callbacks and futures) pending at shutdown: they never fired,
+    /// and their callbacks were dropped without running. Exact: every timer
+    /// scheduled `Ok` before `shutdown` returned either fired, was
+    /// cancelled, or is counted here.
+    pub unfired: usize,
+    /// Callbacks that fired and were handed to the
+    /// [callback executor](crate::Builder::callback_executor), which dropped them
+    /// without running them, as of the report.
+    pub unrun: usize,
+}
+
+/// Counters, as of the driver's last round (except `pending`, which is
+/// exact).
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+///
+/// let timers = wheel_sync::TimerService::new();
+/// timers.schedule(Duration::ZERO, || ()).unwrap();
+/// while timers.stats().fired == 0 {
+///     std::thread::yield_now();
+/// }
+/// assert_eq!(timers.stats().scheduled, 1);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Timers the driver has received (a `Sleep` reset after firing counts again).
+    pub scheduled: u64,
+    /// Timers fired: callbacks run (including those that panicked) and futures woken.
+    pub fired: u64,
+    /// Timers cancelled (including dropped futures).
+    pub cancelled: u64,
+    /// Panics of user code, caught and counted, after which the driver (or
+    /// the thread that ran it) carried on: callbacks, wakers woken, the
+    /// drops of closures and what they capture (on fire, cancel and
+    /// shutdown) and of wakers, and the callback executor itself.
+    pub panicked: u64,
+    /// Live timers now.
+    pub pending: usize,
+    /// The largest delay between a timer's due tick and its firing.
+    pub max_lateness: Duration,
+    /// The mean of that delay over fired timers.
+    pub mean_lateness: Duration,
+    /// How many times the driver has gone to sleep (and so been woken: by
+    /// a due timer, a submission it had to see sooner, or a periodic
+    /// reclaim). Scheduling and cancelling in a loop costs about one per
+    /// thousand timers.
+    pub wakeups: u64,
+    /// Rounds the driver has run: a batch of submissions filed, what is
+    /// due fired.
+    pub rounds: u64,
+    /// The most submissions filed in one round. Bounded, whatever the
+    /// backlog: a burst never holds off the timers that are due.
+    pub max_filed_per_round: u64,
+    /// The most timers fired in one round. Bounded, however many are due
+    /// at once: the queue is never left unread for long.
+    pub max_fired_per_round: u64,
+}
