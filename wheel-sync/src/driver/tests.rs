@@ -4,6 +4,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::*;
+use crate::clock::Clock;
 use crate::entry::{Wake, FIRED};
 
 /// A driver on a manual clock with a 1 ms tick, not yet running.
