@@ -5,9 +5,9 @@ use std::io;
 use std::time::Duration;
 
 use crate::clock::{self, Clock};
-use crate::driver::{Driver, Shared};
+use crate::driver::{Driver, ServiceState};
 use crate::executor::{self, Executor};
-use crate::service::Owner;
+use crate::service::DriverGuard;
 use crate::sync::{thread, Arc, Mutex};
 use crate::TimerService;
 
@@ -196,7 +196,7 @@ impl Builder {
                 "thread name must not contain a NUL byte",
             ));
         }
-        let (shared, consumer) = Shared::new(
+        let (shared, consumer) = ServiceState::new(
             Clock::new(self.tick, self.manual_clock),
             self.max_pending,
             self.executor.map(Executor::new),
@@ -204,7 +204,7 @@ impl Builder {
         let driver = Driver::new(shared.clone(), consumer);
         let join = thread::spawn_named(self.thread_name, move || driver.run())?;
         shared.set_driver(join.thread().clone());
-        let owner = Arc::new(Owner {
+        let owner = Arc::new(DriverGuard {
             shared,
             join: Mutex::new(Some(join)),
         });

@@ -1,5 +1,5 @@
 //! The driver thread: its rounds, its sleeps and its shutdown. What it
-//! shares with producers is in `shared`, its filing and firing in `fire`;
+//! shares with producers is in `state`, its filing and firing in `fire`;
 //! the rules below are the protocol all three keep.
 //!
 //! # Ground rules
@@ -23,7 +23,7 @@
 //!   [`WAKE_EVERY`]th submission so that a backlog (cancellations to
 //!   reclaim, far timers) never piles up while it sleeps. A `Sleep` reset
 //!   earlier while its message is still queued pushes nothing, but makes the
-//!   same fence-and-compare ([`Shared::hurry`]).
+//!   same fence-and-compare ([`ServiceState::hurry`]).
 //! - Parked timers (see `parked`) are the queue's too: the driver takes
 //!   every parked message each round once [`parked::SWEEP_EVERY`] has
 //!   passed since the last sweep, and before any longer sleep; the check of
@@ -68,11 +68,11 @@ use crate::sync::atomic::{fence, Ordering};
 use crate::sync::{thread, Arc};
 
 mod fire;
-mod shared;
+mod state;
 #[cfg(all(test, not(loom)))]
 mod tests;
 
-pub(crate) use shared::{DriverStats, Shared};
+pub(crate) use state::{DriverStats, ServiceState};
 
 /// Submissions filed per round before the driver fires what is due, and
 /// timers fired per round at most: a round's work is bounded, so a burst
@@ -124,7 +124,7 @@ pub(crate) enum Message {
 
 /// The driver thread's state: the wheel and the consuming end of the queue.
 pub(crate) struct Driver {
-    shared: Arc<Shared>,
+    shared: Arc<ServiceState>,
     consumer: Consumer<Message>,
     /// Boxed: its level tables are about 11 KiB, too much to move around on
     /// small thread stacks (loom's among them).
@@ -159,7 +159,7 @@ impl fmt::Debug for Driver {
 }
 
 impl Driver {
-    pub(crate) fn new(shared: Arc<Shared>, consumer: Consumer<Message>) -> Self {
+    pub(crate) fn new(shared: Arc<ServiceState>, consumer: Consumer<Message>) -> Self {
         let now = shared.clock.now_tick();
         let last_sweep = shared.clock.now();
         Self {

@@ -1,11 +1,11 @@
-//! [`TimerService`]: the handle every call goes through, and the owner
+//! [`TimerService`]: the handle every call goes through, and the guard
 //! that ends the driver when the last handle goes.
 
 use core::fmt;
 use core::future::Future;
 use std::time::{Duration, Instant};
 
-use crate::driver::Shared;
+use crate::driver::ServiceState;
 use crate::entry::{Callback, EntryRef};
 use crate::sync::{thread, Arc, Mutex};
 use crate::{
@@ -14,18 +14,18 @@ use crate::{
 };
 
 /// Ends the driver when the last handle goes.
-pub(crate) struct Owner {
-    pub(crate) shared: Arc<Shared>,
+pub(crate) struct DriverGuard {
+    pub(crate) shared: Arc<ServiceState>,
     pub(crate) join: Mutex<Option<thread::JoinHandle<usize>>>,
 }
 
-impl Owner {
+impl DriverGuard {
     pub(crate) fn take_join(&self) -> Option<thread::JoinHandle<usize>> {
         self.join.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
 }
 
-impl Drop for Owner {
+impl Drop for DriverGuard {
     fn drop(&mut self) {
         self.shared.begin_shutdown();
         let join = self.take_join();
@@ -63,24 +63,24 @@ impl Drop for Owner {
 /// .unwrap();
 /// ```
 pub struct TimerService {
-    local: Arc<Local>,
+    group: Arc<HandleGroup>,
 }
 
 /// One `TimerService` value, shared by the handles made through it: what
 /// the handles' reference counting touches. Aligned to a cache line of its
 /// own, so that counting handles on one thread never disturbs another's.
 #[repr(align(128))]
-struct Local {
-    /// `owner.shared` again, so that every call reaches it in one hop.
-    shared: Arc<Shared>,
-    owner: Arc<Owner>,
+struct HandleGroup {
+    /// `guard.shared` again, so that every call reaches it in one hop.
+    shared: Arc<ServiceState>,
+    guard: Arc<DriverGuard>,
 }
 
 impl Clone for TimerService {
     /// A new handle on the same service, with a count of its own (see the
     /// type's docs).
     fn clone(&self) -> Self {
-        Self::of(Arc::clone(&self.local.owner))
+        Self::of(Arc::clone(&self.group.guard))
     }
 }
 
@@ -121,11 +121,11 @@ impl TimerService {
         Builder::default()
     }
 
-    pub(crate) fn of(owner: Arc<Owner>) -> Self {
+    pub(crate) fn of(guard: Arc<DriverGuard>) -> Self {
         Self {
-            local: Arc::new(Local {
-                shared: Arc::clone(&owner.shared),
-                owner,
+            group: Arc::new(HandleGroup {
+                shared: Arc::clone(&guard.shared),
+                guard,
             }),
         }
     }
@@ -133,12 +133,12 @@ impl TimerService {
     /// Another reference to this very value, for a handle made through it.
     pub(crate) fn share(&self) -> Self {
         Self {
-            local: Arc::clone(&self.local),
+            group: Arc::clone(&self.group),
         }
     }
 
-    pub(crate) fn shared(&self) -> &Shared {
-        &self.local.shared
+    pub(crate) fn shared(&self) -> &ServiceState {
+        &self.group.shared
     }
 
     /// Runs `f` on the driver thread once `delay` has passed (or hands it
@@ -529,8 +529,8 @@ impl TimerService {
             return Err(ShutdownError::FromCallback);
         }
         let join = self
-            .local
-            .owner
+            .group
+            .guard
             .take_join()
             .ok_or(ShutdownError::AlreadyShutDown)?;
         self.shared().begin_shutdown();

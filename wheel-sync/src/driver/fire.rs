@@ -10,7 +10,7 @@ use crate::sync::atomic::Ordering;
 
 /// What one round's firing did, for [`DriverStats`].
 #[derive(Default)]
-struct Tally {
+struct FireCount {
     /// Timers taken out of the wheels, whatever became of them.
     taken: usize,
     fired: u64,
@@ -20,7 +20,7 @@ struct Tally {
     late_max_ns: u64,
 }
 
-impl Tally {
+impl FireCount {
     /// One timer fired `late_ns` past its deadline.
     fn fired(&mut self, late_ns: u64) {
         self.fired += 1;
@@ -118,9 +118,9 @@ impl Driver {
     pub(super) fn fire_due(&mut self, started: Instant) -> bool {
         self.shared.relay.wake_handed();
         let now = self.shared.clock.tick_at(started);
-        let mut tally = Tally::default();
+        let mut count = FireCount::default();
         let all_fired = loop {
-            if tally.taken >= BATCH {
+            if count.taken >= BATCH {
                 break false;
             }
             let a = self.wheel.next_expiration().filter(|&t| t <= now);
@@ -130,11 +130,11 @@ impl Driver {
                 (Some(t), None) | (None, Some(t)) => t,
                 (None, None) => break true,
             };
-            self.fire_entries(step, started, &mut tally);
-            self.fire_jobs(step, started, &mut tally);
+            self.fire_entries(step, started, &mut count);
+            self.fire_jobs(step, started, &mut count);
         };
         // Counted before the wakes, so that a woken task sees its own fire.
-        tally.record(&self.shared.stats);
+        count.record(&self.shared.stats);
         self.shared.relay.dispatch(&mut self.wakers);
         all_fired
     }
@@ -144,24 +144,24 @@ impl Driver {
     ///
     /// It takes them out [`FIRE_BATCH`] at a time and counts each batch out
     /// of `pending` with one atomic add before running it.
-    fn fire_jobs(&mut self, tick: u64, started: Instant, tally: &mut Tally) {
+    fn fire_jobs(&mut self, tick: u64, started: Instant, count: &mut FireCount) {
         let shared = &*self.shared;
         let mut advance = self.jobs.advance(tick);
-        while tally.taken < BATCH {
+        while count.taken < BATCH {
             self.job_batch.extend(advance.by_ref().take(FIRE_BATCH));
             if self.job_batch.is_empty() {
                 break;
             }
-            tally.taken += self.job_batch.len();
+            count.taken += self.job_batch.len();
             shared.release_n(self.job_batch.len());
             for (deadline, job) in self.job_batch.drain(..) {
-                tally.fired(shared.clock.ns_past(started, deadline));
+                count.fired(shared.clock.ns_past(started, deadline));
                 let ran = match &shared.executor {
                     Some(executor) => executor.hand(move || job.call()),
                     None => job.run(),
                 };
                 if !ran {
-                    tally.panicked += 1;
+                    count.panicked += 1;
                 }
             }
         }
@@ -175,10 +175,10 @@ impl Driver {
     /// (each a separate allocation, untouched since it was filed) overlap;
     /// firing one at a time, each miss would wait behind the previous
     /// timer's compare-exchange.
-    fn fire_entries(&mut self, tick: u64, started: Instant, tally: &mut Tally) {
+    fn fire_entries(&mut self, tick: u64, started: Instant, count: &mut FireCount) {
         let shared = &*self.shared;
         let mut advance = self.wheel.advance(tick);
-        while tally.taken < BATCH {
+        while count.taken < BATCH {
             self.batch.extend(
                 (advance.by_ref().take(FIRE_BATCH))
                     .map(|expired| (expired.value, expired.deadline, 0)),
@@ -186,7 +186,7 @@ impl Driver {
             if self.batch.is_empty() {
                 break;
             }
-            tally.taken += self.batch.len();
+            count.taken += self.batch.len();
             // Independent loads a few instructions apart: read while taking
             // each timer out of the wheel, the wheel's work between two reads
             // left room for only a few misses in flight (perf put ~75 % of
@@ -201,19 +201,19 @@ impl Driver {
                     // finds it out of the wheel and counts nothing), or reset
                     // to another tick (its message re-files it).
                     if entry.state() == CANCELLED {
-                        tally.cancelled += 1;
+                        count.cancelled += 1;
                     }
                     continue;
                 }
                 shared.release();
-                tally.fired(shared.clock.ns_past(started, deadline));
+                count.fired(shared.clock.ns_past(started, deadline));
                 let mut firing = Firing {
                     wakers: &mut self.wakers,
                     executor: shared.executor.as_ref(),
                 };
                 // SAFETY: `try_fire` won this arming's move to `FIRED`.
                 if !unsafe { entry.fire(&mut firing) } {
-                    tally.panicked += 1;
+                    count.panicked += 1;
                 }
             }
             if self.wakers.len() >= WAKE_BATCH {

@@ -8,9 +8,9 @@ use crate::clock::Clock;
 use crate::entry::{Wake, FIRED};
 
 /// A driver on a manual clock with a 1 ms tick, not yet running.
-fn manual_driver() -> (Arc<Shared>, Driver) {
+fn manual_driver() -> (Arc<ServiceState>, Driver) {
     let clock = Clock::new(Duration::from_millis(1), true);
-    let (shared, consumer) = Shared::new(clock, usize::MAX, None);
+    let (shared, consumer) = ServiceState::new(clock, usize::MAX, None);
     let driver = Driver::new(Arc::clone(&shared), consumer);
     (shared, driver)
 }
@@ -54,7 +54,7 @@ fn a_producer_preempted_between_claim_and_write_neither_spins_the_driver_nor_hol
     use std::sync::atomic::AtomicUsize as StdAtomicUsize;
 
     let clock = Clock::new(Duration::from_millis(1), false);
-    let (shared, consumer) = Shared::new(clock, usize::MAX, None);
+    let (shared, consumer) = ServiceState::new(clock, usize::MAX, None);
     let driver = Driver::new(Arc::clone(&shared), consumer);
     let join = std::thread::spawn(move || driver.run());
     shared.set_driver(join.thread().clone());

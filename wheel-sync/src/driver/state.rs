@@ -18,7 +18,7 @@ use crate::sync::{thread, Arc, Backoff, Mutex};
 use crate::{AdvanceError, ScheduleError, ShutdownReport};
 
 /// What producers and the driver share.
-pub(crate) struct Shared {
+pub(crate) struct ServiceState {
     pub(super) producer: Producer<Message>,
     /// Far-off timers waiting next to the queue (see `parked`).
     pub(super) parked: Slots,
@@ -88,7 +88,7 @@ impl DriverStats {
     }
 }
 
-impl Shared {
+impl ServiceState {
     pub(crate) fn new(
         clock: Clock,
         max_pending: usize,
