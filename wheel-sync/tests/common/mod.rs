@@ -1,9 +1,11 @@
 //! What the integration tests share; each test binary uses part of it.
 #![allow(dead_code)]
 
-use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
-use std::sync::Arc;
-use std::task::{Wake, Waker};
+use std::future::Future;
+use std::pin::{pin, Pin};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use std::sync::{mpsc, Arc};
+use std::task::{Context, Poll, Wake, Waker};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -11,6 +13,10 @@ use wheel_sync::TimerService;
 
 /// How long any condition may take to come true before a test gives up.
 pub const PATIENCE: Duration = Duration::from_secs(10);
+/// Lateness that still counts as sane on a loaded two-core machine.
+pub const LATE_BOUND: Duration = Duration::from_millis(500);
+/// "Never", as far as a test is concerned.
+pub const HOUR: Duration = Duration::from_secs(3600);
 
 /// A service on a manual clock: time moves only by `advance`.
 pub fn manual() -> TimerService {
@@ -60,6 +66,14 @@ pub fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
     }
 }
 
+/// The service tests' one-argument `wait_until`: `PATIENCE` is the limit.
+pub mod patiently {
+    /// Polls `cond` until it holds or `PATIENCE` runs out; returns whether it held.
+    pub fn wait_until(cond: impl FnMut() -> bool) -> bool {
+        super::wait_until(super::PATIENCE, cond)
+    }
+}
+
 /// xorshift64: deterministic, dependency-free randomness.
 pub struct XorShift(u64);
 
@@ -75,5 +89,91 @@ impl XorShift {
         x ^= x << 17;
         self.0 = x;
         x % n
+    }
+}
+
+/// Sets its flag when dropped: proves a callback's closure was released.
+pub struct DropFlag(Arc<AtomicBool>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.store(true, SeqCst);
+    }
+}
+
+/// A guard to move into a closure, and the flag it sets when dropped.
+pub fn drop_flag() -> (DropFlag, Arc<AtomicBool>) {
+    let flag = Arc::new(AtomicBool::new(false));
+    (DropFlag(flag.clone()), flag)
+}
+
+/// Polls `future` once, with `waker`.
+pub fn poll_once<F: Future + Unpin>(future: &mut F, waker: &Waker) -> Poll<F::Output> {
+    Pin::new(future).poll(&mut Context::from_waker(waker))
+}
+
+/// Wakes a thread parked in [`block_on`].
+struct Unparker(thread::Thread);
+
+impl Wake for Unparker {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+/// The smallest executor: poll, park until woken. It never polls without a
+/// wake-up (bar spurious unparks), so a lost wake-up hangs until `PATIENCE`
+/// and fails instead of being papered over by busy polling.
+pub fn block_on<F: Future>(future: F) -> F::Output {
+    let mut future = pin!(future);
+    let waker = Waker::from(Arc::new(Unparker(thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let give_up = Instant::now() + PATIENCE;
+    loop {
+        if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
+            return output;
+        }
+        let now = Instant::now();
+        assert!(now < give_up, "block_on: not woken within {PATIENCE:?}");
+        thread::park_timeout(give_up - now);
+    }
+}
+
+/// A driver thread name no other test uses (Linux keeps 15 bytes of it).
+pub fn unique_thread_name() -> String {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    format!("ws-svc-{}", NEXT.fetch_add(1, SeqCst))
+}
+
+/// A service whose driver thread has a name no other test uses, and the name.
+pub fn named_service() -> (String, TimerService) {
+    let name = unique_thread_name();
+    let timers = TimerService::builder()
+        .thread_name(name.clone())
+        .build()
+        .unwrap();
+    (name, timers)
+}
+
+/// Threads of this process named `name`.
+#[cfg(target_os = "linux")]
+pub fn threads_named(name: &str) -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .expect("/proc/self/task")
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .filter(|comm| comm.trim_end() == name)
+        .count()
+}
+
+/// A callback that records when it ran, for never-early checks.
+pub fn report_to(
+    tx: &mpsc::Sender<(usize, Instant, Instant)>,
+    id: usize,
+    deadline: Instant,
+) -> impl FnOnce() + Send + 'static {
+    let tx = tx.clone();
+    move || {
+        let now = Instant::now();
+        let _ = tx.send((id, deadline, now));
     }
 }

@@ -1,0 +1,152 @@
+//! What a callback may do: panic (caught, counted, the driver carries on), and
+//! call back into its service: schedule, cancel, shut down (refused), or drop
+//! the last handle, which ends the driver.
+#![cfg(not(loom))]
+
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use wheel_sync::{ShutdownError, TimerService};
+
+mod common;
+use common::patiently::wait_until;
+#[cfg(target_os = "linux")]
+use common::threads_named;
+use common::{drop_flag, named_service, HOUR, PATIENCE};
+
+#[test]
+fn panicking_callback_is_caught_and_counted() {
+    let timers = TimerService::new();
+    let (tx, rx) = mpsc::channel();
+    timers
+        .schedule(Duration::from_millis(1), || {
+            panic!("expected test panic: a timer callback")
+        })
+        .unwrap();
+    timers
+        .schedule(Duration::from_millis(2), || std::panic::panic_any(42_u32))
+        .unwrap();
+    timers
+        .schedule(Duration::from_millis(20), move || tx.send(()).unwrap())
+        .unwrap();
+    rx.recv_timeout(PATIENCE)
+        .expect("the driver stopped after a callback panicked");
+    assert!(
+        wait_until(|| timers.stats().fired == 3),
+        "{:?}",
+        timers.stats()
+    );
+    let stats = timers.stats();
+    assert_eq!(stats.panicked, 2, "{stats:?}");
+    // And it keeps going.
+    let (tx, rx) = mpsc::channel();
+    timers
+        .schedule(Duration::ZERO, move || tx.send(()).unwrap())
+        .unwrap();
+    rx.recv_timeout(PATIENCE).unwrap();
+}
+
+#[test]
+fn callback_schedules_a_timer_that_fires() {
+    let timers = TimerService::new();
+    let (tx, rx) = mpsc::channel();
+    let inner = timers.clone();
+    let start = Instant::now();
+    timers
+        .schedule(Duration::from_millis(1), move || {
+            let deadline = Instant::now() + Duration::from_millis(5);
+            inner
+                .schedule_at(deadline, move || {
+                    tx.send((deadline, Instant::now())).unwrap()
+                })
+                .unwrap();
+        })
+        .unwrap();
+    let (deadline, fired_at) = rx
+        .recv_timeout(PATIENCE)
+        .expect("a timer scheduled from a callback never fired");
+    assert!(fired_at >= deadline && deadline >= start + Duration::from_millis(6));
+}
+
+#[test]
+fn callback_cancels_a_pending_timer() {
+    let timers = TimerService::new();
+    let victim_ran = Arc::new(AtomicBool::new(false));
+    let ran = victim_ran.clone();
+    let victim = timers
+        .schedule(Duration::from_millis(100), move || ran.store(true, SeqCst))
+        .unwrap();
+    let (tx, rx) = mpsc::channel();
+    timers
+        .schedule(Duration::from_millis(1), move || {
+            let won = victim.cancel();
+            tx.send((won, victim.is_cancelled())).unwrap();
+        })
+        .unwrap();
+    let (sentinel_tx, sentinel_rx) = mpsc::channel();
+    timers
+        .schedule(Duration::from_millis(150), move || {
+            sentinel_tx.send(()).unwrap()
+        })
+        .unwrap();
+    assert_eq!(rx.recv_timeout(PATIENCE).unwrap(), (true, true));
+    // The sentinel's deadline is after the victim's: once it fires, the victim had its chance.
+    sentinel_rx.recv_timeout(PATIENCE).unwrap();
+    assert!(!victim_ran.load(SeqCst), "a cancelled timer fired");
+}
+
+#[test]
+fn shutdown_from_a_callback_is_refused() {
+    let timers = TimerService::new();
+    let (tx, rx) = mpsc::channel();
+    let inner = timers.clone();
+    timers
+        .schedule(Duration::ZERO, move || tx.send(inner.shutdown()).unwrap())
+        .unwrap();
+    let result = rx
+        .recv_timeout(PATIENCE)
+        .expect("shutdown from a callback deadlocked");
+    assert_eq!(result.unwrap_err(), ShutdownError::FromCallback);
+    // The service is untouched.
+    let (tx, rx) = mpsc::channel();
+    timers
+        .schedule(Duration::ZERO, move || tx.send(()).unwrap())
+        .unwrap();
+    rx.recv_timeout(PATIENCE).unwrap();
+    assert!(timers.shutdown().is_ok());
+}
+
+#[test]
+fn callback_dropping_the_last_handle_ends_the_driver() {
+    let (name, timers) = named_service();
+    let (guard, far_dropped) = drop_flag();
+    drop(timers.schedule(HOUR, move || drop(guard)).unwrap());
+
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let (done_tx, done_rx) = mpsc::channel();
+    let last = timers.clone();
+    let handle = timers
+        .schedule(Duration::ZERO, move || {
+            // Wait until every other handle is gone, so this one is the last.
+            let _ = go_rx.recv_timeout(PATIENCE);
+            drop(last);
+            done_tx.send(()).unwrap();
+        })
+        .unwrap();
+    drop(handle);
+    drop(timers);
+    go_tx.send(()).unwrap();
+    done_rx
+        .recv_timeout(PATIENCE)
+        .expect("dropping the last handle in a callback deadlocked");
+    assert!(
+        wait_until(|| far_dropped.load(SeqCst)),
+        "the driver did not end: an unfired callback was never dropped"
+    );
+    #[cfg(target_os = "linux")]
+    assert!(
+        wait_until(|| threads_named(&name) == 0),
+        "driver thread {name} still alive"
+    );
+}

@@ -1,0 +1,72 @@
+//! When the driver wakes: rarely for timers scheduled and cancelled in a loop,
+//! never once idle, and at once for a `Sleep` reset earlier than its nap.
+#![cfg(not(loom))]
+
+use std::thread;
+use std::time::{Duration, Instant};
+
+use wheel_sync::TimerService;
+
+mod common;
+use common::patiently::wait_until;
+use common::{block_on, HOUR};
+
+/// A client that arms and cancels a timeout per request keeps the wheel
+/// empty between requests; the driver must not be woken for each one.
+#[test]
+fn scheduling_and_cancelling_in_a_loop_rarely_wakes_the_driver() {
+    const PAIRS: u64 = 200_000;
+    let timers = TimerService::new();
+    let before = timers.stats().wakeups;
+    for _ in 0..PAIRS {
+        assert!(timers
+            .schedule(Duration::from_secs(1), || ())
+            .unwrap()
+            .cancel());
+    }
+    let woken = timers.stats().wakeups - before;
+    // One wake-up per 1024 submissions reclaims memory; naps add a few.
+    assert!(woken <= 2 * PAIRS / 1024 + 20, "{woken} wake-ups");
+}
+
+/// After activity the driver naps, then parks for good: no CPU when idle.
+#[test]
+fn an_idle_service_stops_waking_up() {
+    let timers = TimerService::new();
+    for _ in 0..100 {
+        timers.schedule(HOUR, || ()).unwrap().cancel();
+    }
+    let settled = || {
+        let before = timers.stats().wakeups;
+        thread::sleep(Duration::from_millis(300));
+        timers.stats().wakeups == before
+    };
+    assert!(wait_until(settled), "the driver kept waking up");
+}
+
+/// A `Sleep` reset to an earlier deadline while its first message is still
+/// queued must wake a driver that sleeps past the new deadline; otherwise it
+/// fires only when the driver's nap ends (up to 100 ms late). The fastest of
+/// three tries is compared, so one slow scheduling of this thread cannot fail
+/// it.
+#[test]
+fn reset_earlier_wakes_a_sleeping_driver() {
+    let timers = TimerService::new();
+    let _far = timers.schedule(HOUR, || ()).unwrap();
+    let fastest = (0..3)
+        .map(|_| {
+            // Let the driver file everything and go to sleep.
+            thread::sleep(Duration::from_millis(20));
+            let mut sleep = timers.sleep(HOUR);
+            let start = Instant::now();
+            sleep.reset(start + Duration::from_millis(1));
+            block_on(&mut sleep);
+            start.elapsed()
+        })
+        .min()
+        .unwrap();
+    assert!(
+        fastest < Duration::from_millis(50),
+        "a reset 1 ms ahead took {fastest:?}"
+    );
+}

@@ -1,0 +1,286 @@
+//! The `Sleep` and `Timeout` futures: the latest waker is woken, and every
+//! task a round fires even past a panicking waker; reset moves a deadline
+//! either way and re-arms; drop cancels; and all of it works under a
+//! hand-rolled executor and tokio's two runtimes.
+#![cfg(not(loom))]
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Poll, Wake, Waker};
+use std::time::{Duration, Instant};
+
+use wheel_sync::TimerService;
+
+mod common;
+use common::patiently::wait_until;
+use common::{block_on, counting_waker, poll_once, CountingWaker, XorShift, HOUR, PATIENCE};
+
+/// `n` sleeps until `deadline`, each polled once (pending) with a counting
+/// waker of its own.
+fn polled_once(
+    timers: &TimerService,
+    deadline: Instant,
+    n: usize,
+) -> Vec<(Pin<Box<wheel_sync::Sleep>>, Arc<CountingWaker>)> {
+    (0..n)
+        .map(|_| {
+            let (count, waker) = counting_waker();
+            let mut sleep = Box::pin(timers.sleep_until(deadline));
+            assert!(poll_once(&mut sleep, &waker).is_pending());
+            (sleep, count)
+        })
+        .collect()
+}
+
+#[test]
+fn sleeps_fired_in_one_round_are_all_woken_though_none_is_polled_again() {
+    // One deadline, so one round fires them all: the driver wakes one and
+    // hands the others to it. Polled once each and never again, none can
+    // take the batch: the driver must wake them itself.
+    let timers = TimerService::new();
+    let deadline = Instant::now() + Duration::from_millis(20);
+    let mut sleeps = polled_once(&timers, deadline, 64);
+    assert!(
+        wait_until(|| sleeps.iter().all(|(_, count)| count.count() == 1)),
+        "woken: {} of 64",
+        sleeps.iter().filter(|(_, count)| count.count() > 0).count()
+    );
+    assert!(Instant::now() >= deadline);
+    for (sleep, count) in &mut sleeps {
+        let waker = Waker::from(count.clone());
+        assert!(poll_once(sleep, &waker).is_ready());
+    }
+    assert_eq!(timers.pending(), 0);
+}
+
+/// Panics when woken.
+struct PanicsOnWake;
+
+impl Wake for PanicsOnWake {
+    fn wake(self: Arc<Self>) {
+        panic!("this waker panics");
+    }
+}
+
+#[test]
+fn a_panicking_waker_is_counted_and_the_driver_carries_on() {
+    let timers = TimerService::new();
+    let bad = Waker::from(Arc::new(PanicsOnWake));
+    let mut alone = Box::pin(timers.sleep(Duration::from_millis(1)));
+    assert!(poll_once(&mut alone, &bad).is_pending());
+    assert!(wait_until(|| timers.stats().panicked == 1));
+    // In a round with others, whoever wakes it: they are all still woken.
+    let deadline = Instant::now() + Duration::from_millis(20);
+    let mut with_others = Box::pin(timers.sleep_until(deadline));
+    assert!(poll_once(&mut with_others, &bad).is_pending());
+    let others = polled_once(&timers, deadline, 8);
+    assert!(wait_until(|| others
+        .iter()
+        .all(|(_, count)| count.count() == 1)));
+    assert!(wait_until(|| timers.stats().panicked == 2));
+    block_on(timers.sleep(Duration::from_millis(1)));
+    assert_eq!(timers.stats().fired, 11);
+}
+
+#[test]
+fn sleep_wakes_only_the_latest_waker() {
+    let timers = TimerService::new();
+    let mut sleep = timers.sleep(HOUR);
+    let (a, waker_a) = counting_waker();
+    let (b, waker_b) = counting_waker();
+    assert!(poll_once(&mut sleep, &waker_a).is_pending());
+    assert!(poll_once(&mut sleep, &waker_b).is_pending());
+    sleep.reset(Instant::now() + Duration::from_millis(2));
+    assert!(
+        wait_until(|| b.count() > 0),
+        "the latest waker was never woken"
+    );
+    assert!(sleep.is_elapsed());
+    assert_eq!(a.count(), 0, "a replaced waker was woken");
+    assert_eq!(b.count(), 1);
+    assert_eq!(poll_once(&mut sleep, &waker_a), Poll::Ready(()));
+}
+
+#[test]
+fn reset_moves_a_sleep_earlier_and_later() {
+    let timers = TimerService::new();
+
+    let mut sleep = timers.sleep(HOUR);
+    let soon = Instant::now() + Duration::from_millis(10);
+    sleep.reset(soon);
+    assert_eq!(sleep.deadline(), soon);
+    block_on(&mut sleep);
+    assert!(Instant::now() >= soon, "reset earlier: done early");
+
+    let mut sleep = timers.sleep(Duration::from_millis(20));
+    let later = Instant::now() + Duration::from_millis(120);
+    sleep.reset(later);
+    block_on(&mut sleep);
+    assert!(
+        Instant::now() >= later,
+        "reset later: done at the old deadline"
+    );
+    assert_eq!(timers.pending(), 0);
+}
+
+#[test]
+fn reset_after_fire_rearms() {
+    let timers = TimerService::new();
+    let mut sleep = timers.sleep(Duration::from_millis(1));
+    block_on(&mut sleep);
+    assert!(sleep.is_elapsed());
+    assert_eq!(timers.pending(), 0);
+
+    sleep.reset(Instant::now() + HOUR);
+    assert!(!sleep.is_elapsed(), "reset must re-arm a fired Sleep");
+    assert_eq!(timers.pending(), 1, "a re-armed Sleep counts again");
+    assert!(poll_once(&mut sleep, Waker::noop()).is_pending());
+
+    let again = Instant::now() + Duration::from_millis(5);
+    sleep.reset(again);
+    block_on(&mut sleep);
+    assert!(Instant::now() >= again, "the re-armed Sleep fired early");
+    assert_eq!(timers.pending(), 0);
+    assert!(
+        wait_until(|| timers.stats().fired == 2),
+        "{:?}",
+        timers.stats()
+    );
+}
+
+#[test]
+fn timeout_ok_when_the_future_wins_err_when_time_wins() {
+    let timers = TimerService::new();
+    assert_eq!(block_on(timers.timeout(HOUR, async { 7 })), Ok(7));
+    let inner = timers.sleep(Duration::from_millis(5));
+    assert_eq!(block_on(timers.timeout(HOUR, inner)), Ok(()));
+
+    let deadline = Instant::now() + Duration::from_millis(20);
+    let timeout = timers.timeout(Duration::from_millis(20), std::future::pending::<()>());
+    assert!(timeout.deadline() >= deadline);
+    let elapsed = block_on(timeout).unwrap_err();
+    assert!(Instant::now() >= deadline, "the timeout elapsed early");
+    assert_eq!(elapsed.to_string(), "deadline has elapsed");
+
+    // A ready future wins even over a deadline that has passed.
+    assert_eq!(block_on(timers.timeout(Duration::ZERO, async { 1 })), Ok(1));
+    assert_eq!(timers.pending(), 0);
+}
+
+#[test]
+fn timeout_at_keeps_its_deadline_and_lets_a_ready_future_win() {
+    let timers = TimerService::new();
+    let deadline = Instant::now() + Duration::from_millis(15);
+    let timeout = timers.timeout_at(deadline, std::future::pending::<()>());
+    assert_eq!(timeout.deadline(), deadline);
+    assert_eq!(timers.pending(), 1);
+    assert!(block_on(timeout).is_err());
+    assert!(Instant::now() >= deadline, "the timeout elapsed early");
+
+    let past = Instant::now() - Duration::from_millis(1);
+    assert_eq!(block_on(timers.timeout_at(past, async { 2 })), Ok(2));
+    assert!(block_on(timers.timeout_at(past, std::future::pending::<()>())).is_err());
+
+    let mut timeout = timers.timeout_at(Instant::now() + HOUR, std::future::ready(5));
+    *timeout.get_mut() = std::future::ready(6);
+    assert_eq!(block_on(timeout), Ok(6), "get_mut reaches the inner future");
+    assert_eq!(timers.pending(), 0);
+}
+
+#[test]
+fn dropping_sleep_and_timeout_cancels_them() {
+    let timers = TimerService::new();
+    let mut sleep = timers.sleep(HOUR);
+    let mut timeout = timers.timeout(HOUR, std::future::pending::<()>());
+    assert!(poll_once(&mut sleep, Waker::noop()).is_pending());
+    assert!(poll_once(&mut timeout, Waker::noop()).is_pending());
+    assert!(wait_until(|| timers.stats().scheduled == 2));
+    assert_eq!(timers.pending(), 2);
+    drop(sleep);
+    drop(timeout);
+    assert_eq!(timers.pending(), 0, "dropping must count out at once");
+    assert!(
+        wait_until(|| timers.stats().cancelled == 2),
+        "dropped futures never counted as cancelled: {:?}",
+        timers.stats()
+    );
+}
+
+#[test]
+fn futures_work_under_a_hand_rolled_executor() {
+    let timers = TimerService::new();
+    let deadline = Instant::now() + Duration::from_millis(3);
+    block_on(async {
+        timers.sleep_until(deadline).await;
+        assert!(Instant::now() >= deadline);
+        let slow = timers.timeout(Duration::from_millis(2), timers.sleep(HOUR));
+        assert!(slow.await.is_err());
+        let fast = timers.timeout(HOUR, timers.sleep(Duration::from_millis(2)));
+        assert_eq!(fast.await, Ok(()));
+    });
+    assert_eq!(timers.pending(), 0);
+}
+
+#[test]
+fn futures_work_under_tokio_current_thread() {
+    let timers = TimerService::new();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let tasks: Vec<_> = (0..20_u64)
+            .map(|i| {
+                let timers = timers.clone();
+                tokio::spawn(async move {
+                    let deadline = Instant::now() + Duration::from_micros(i * 700);
+                    timers.sleep_until(deadline).await;
+                    (deadline, Instant::now())
+                })
+            })
+            .collect();
+        for task in tasks {
+            let (deadline, done) = task.await.unwrap();
+            assert!(done >= deadline, "a sleep ended early");
+        }
+        let timed_out = timers.timeout(Duration::from_millis(3), std::future::pending::<()>());
+        assert!(timed_out.await.is_err());
+    });
+    assert_eq!(timers.pending(), 0);
+}
+
+#[test]
+fn futures_work_under_tokio_multi_thread() {
+    let timers = TimerService::new();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_time()
+        .build()
+        .unwrap();
+    let mut rng = XorShift::new(7);
+    let tasks: Vec<_> = (0..500)
+        .map(|i| {
+            let timers = timers.clone();
+            let delay = Duration::from_micros(rng.below(30_000));
+            rt.spawn(async move {
+                let deadline = Instant::now() + delay;
+                if i % 3 == 0 {
+                    let lost = timers.timeout(delay, std::future::pending::<()>()).await;
+                    assert!(lost.is_err());
+                } else {
+                    timers.sleep(delay).await;
+                }
+                (deadline, Instant::now())
+            })
+        })
+        .collect();
+    rt.block_on(async {
+        for task in tasks {
+            let (deadline, done) = tokio::time::timeout(PATIENCE, task)
+                .await
+                .expect("a task was never woken")
+                .unwrap();
+            assert!(done >= deadline, "a sleep ended early");
+        }
+    });
+    assert_eq!(timers.pending(), 0);
+}

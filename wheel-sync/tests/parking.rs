@@ -1,0 +1,209 @@
+//! Parking: a timer due at least 50 ms out waits in its thread's slot next to
+//! the queue, and a cancel from that thread takes it back unseen. Parked timers
+//! still fire on time and in order, are swept and freed when cancelled
+//! elsewhere, are counted when taken back, and are abandoned by shutdown.
+#![cfg(not(loom))]
+
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::{mpsc, Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use wheel_sync::TimerService;
+
+mod common;
+use common::patiently::wait_until;
+use common::{counting_waker, drop_flag, poll_once, HOUR, LATE_BOUND, PATIENCE};
+
+/// A parked timer whose thread never touches the service again still fires,
+/// on time: the driver, idle before, is woken for it or sweeps it.
+#[test]
+fn a_parked_timer_fires_although_its_thread_goes_quiet() {
+    let timers = TimerService::new();
+    // Let the driver settle into sleeping with nothing to do.
+    thread::sleep(Duration::from_millis(20));
+    let delay = Duration::from_millis(80);
+    let (tx, rx) = mpsc::channel();
+    let start = Instant::now();
+    let handle = thread::spawn({
+        let timers = timers.clone();
+        move || {
+            timers
+                .schedule(delay, move || tx.send(Instant::now()).unwrap())
+                .unwrap()
+        }
+    })
+    .join()
+    .unwrap();
+    let fired_at = rx
+        .recv_timeout(PATIENCE)
+        .expect("the parked timer never fired");
+    assert!(fired_at >= start + delay, "fired early");
+    assert!(
+        fired_at <= start + delay + LATE_BOUND,
+        "fired {:?} late",
+        fired_at - start - delay
+    );
+    assert!(handle.is_fired());
+}
+
+/// Two timers from one thread: the second displaces the first from the slot
+/// into the queue; both fire, in deadline order, neither early.
+#[test]
+fn a_displaced_parked_timer_still_fires_in_order() {
+    let timers = TimerService::new();
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let start = Instant::now();
+    let mut handles = Vec::new();
+    for (name, ms) in [("second", 120), ("first", 60)] {
+        let order = order.clone();
+        let delay = Duration::from_millis(ms);
+        handles.push(
+            timers
+                .schedule(delay, move || {
+                    order.lock().unwrap().push((name, Instant::now()))
+                })
+                .unwrap(),
+        );
+    }
+    assert!(wait_until(|| order.lock().unwrap().len() == 2));
+    let order = order.lock().unwrap();
+    assert_eq!(
+        order.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
+        ["first", "second"]
+    );
+    assert!(order[0].1 >= start + Duration::from_millis(60));
+    assert!(order[1].1 >= start + Duration::from_millis(120));
+    assert_eq!(timers.pending(), 0);
+}
+
+/// Cancelled by another thread, a parked timer stays in its slot until the
+/// driver sweeps it: it is freed then, well before its deadline, and counted.
+#[test]
+fn a_parked_timer_cancelled_elsewhere_is_swept_and_freed() {
+    let timers = TimerService::new();
+    let (guard, dropped) = drop_flag();
+    let handle = timers.schedule(HOUR, move || drop(guard)).unwrap();
+    assert_eq!(timers.pending(), 1);
+    let cancelled = thread::spawn(move || {
+        let won = handle.cancel();
+        drop(handle);
+        won
+    })
+    .join()
+    .unwrap();
+    assert!(cancelled);
+    assert_eq!(timers.pending(), 0, "counted out at once");
+    assert!(
+        wait_until(|| dropped.load(SeqCst)),
+        "a cancelled parked timer is held until its deadline"
+    );
+    assert!(wait_until(|| {
+        let s = timers.stats();
+        (s.scheduled, s.cancelled) == (1, 1)
+    }));
+}
+
+/// Retracted timers never reach the driver, yet the counters see them and
+/// the closures are released as the handles go.
+#[test]
+fn retracted_timers_are_counted_and_freed_at_once() {
+    const PAIRS: u64 = 10_000;
+    let timers = TimerService::new();
+    let drops = Arc::new(AtomicUsize::new(0));
+    let mut freed_at_once = 0;
+    for _ in 0..PAIRS {
+        let (guard, dropped) = drop_flag();
+        let drops = drops.clone();
+        let handle = timers
+            .schedule(Duration::from_secs(1), move || {
+                drop(guard);
+                drops.fetch_add(1, SeqCst);
+            })
+            .unwrap();
+        assert!(handle.cancel());
+        drop(handle);
+        freed_at_once += u64::from(dropped.load(SeqCst));
+    }
+    assert_eq!(drops.load(SeqCst), 0, "no cancelled callback ran");
+    assert_eq!(timers.pending(), 0);
+    // Only a sweep that happens to land between a schedule and its cancel
+    // leaves a timer for the driver to free.
+    assert!(
+        freed_at_once > PAIRS / 2,
+        "only {freed_at_once} freed at cancel"
+    );
+    assert!(
+        wait_until(|| {
+            let s = timers.stats();
+            (s.scheduled, s.cancelled, s.fired) == (PAIRS, PAIRS, 0)
+        }),
+        "{:?}",
+        timers.stats()
+    );
+}
+
+/// Shutdown abandons a parked timer like a queued one: reported, closure
+/// dropped unrun, the handle sees it.
+#[test]
+fn shutdown_abandons_parked_timers() {
+    let timers = TimerService::new();
+    let (guard, dropped) = drop_flag();
+    let handle = timers.schedule(HOUR, move || drop(guard)).unwrap();
+    let report = timers.shutdown().unwrap();
+    assert_eq!(report.unfired, 1);
+    assert!(dropped.load(SeqCst), "the closure outlived shutdown");
+    assert!(handle.is_cancelled());
+    assert!(!handle.cancel());
+    assert_eq!(timers.pending(), 0);
+}
+
+#[test]
+fn a_request_timeout_future_dropped_in_time_never_reaches_the_driver() {
+    let timers = TimerService::new();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    for _ in 0..1_000 {
+        let reply = rt.block_on(timers.timeout(Duration::from_secs(1), async { "pong" }));
+        assert_eq!(reply, Ok("pong"));
+    }
+    assert_eq!(timers.pending(), 0);
+    // Taken back by this thread, each is counted at once. Queued, they
+    // would be counted only in the driver's next round, which a driver
+    // napping between rare wake-ups has not run yet; one it happened to
+    // sweep before its request ended is counted in its next round too.
+    let stats = timers.stats();
+    assert!(stats.cancelled >= 900, "few taken back: {stats:?}");
+    assert!(stats.wakeups < 100, "woken per request: {stats:?}");
+    assert!(
+        wait_until(|| {
+            let s = timers.stats();
+            (s.scheduled, s.cancelled) == (1_000, 1_000)
+        }),
+        "{:?}",
+        timers.stats()
+    );
+}
+
+#[test]
+fn a_parked_sleep_reset_earlier_completes_on_time() {
+    let timers = TimerService::new();
+    let mut sleep = timers.sleep(HOUR);
+    let (waker_count, waker) = counting_waker();
+    assert!(poll_once(&mut sleep, &waker).is_pending());
+    let soon = Instant::now() + Duration::from_millis(3);
+    sleep.reset(soon);
+    assert!(
+        wait_until(|| waker_count.count() > 0),
+        "a parked sleep reset earlier was never woken"
+    );
+    assert!(poll_once(&mut sleep, &waker).is_ready());
+    let late = Instant::now() - soon;
+    assert!(late < LATE_BOUND, "{late:?} late");
+    // And one reset later than parked still waits for its new deadline.
+    let mut later = timers.sleep(Duration::from_millis(60));
+    later.reset(Instant::now() + HOUR);
+    thread::sleep(Duration::from_millis(120));
+    assert!(!later.is_elapsed(), "fired at its old deadline");
+}
