@@ -29,7 +29,7 @@ use super::RunError;
 /// Values each `LPUSH` pushes, as the seed's `syncList`.
 const LIST_LEN: usize = 20;
 /// How long after the callers stop the late replies of timed-out commands
-/// may take to come, beyond one timeout.
+/// may take to come, beyond one timeout and the stall.
 const DRAIN_SLACK: Duration = Duration::from_secs(2);
 
 /// Runs `imp` with `args.threads[0]` callers on `args.workloads[0]`.
@@ -359,7 +359,8 @@ impl Run<'_> {
         connection: &Connection,
         timeouts_fired: u64,
     ) -> RedisOutcome {
-        let deadline = Instant::now() + self.timeout + DRAIN_SLACK;
+        let stall = Duration::from_millis(self.args.stall_ms.unwrap_or(0));
+        let deadline = Instant::now() + stall + self.timeout + DRAIN_SLACK;
         while connection.in_flight() > 0 && Instant::now() < deadline && !connection.is_dead() {
             thread::sleep(Duration::from_millis(5));
         }

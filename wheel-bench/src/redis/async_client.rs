@@ -48,6 +48,19 @@ pub struct AsyncClient {
 }
 
 /// A command written by [`AsyncClient::begin`], its timeout running.
+///
+/// # Examples
+/// ```no_run
+/// # use std::time::Duration;
+/// # use wheel_bench::redis::*;
+/// # let server = RedisServer::start().unwrap();
+/// # let client = AsyncClient::new(Connection::connect(server.addr()).unwrap(), AsyncExpiry::WheelSync, Duration::from_secs(1));
+/// # let rt = wheel_bench::tokio_runtime().unwrap();
+/// rt.block_on(async {
+///     let call: AsyncCall<'_> = client.begin(&[b"PING"]).unwrap();
+///     assert!(call.wait().await.is_ok());
+/// });
+/// ```
 pub struct AsyncCall<'a> {
     client: &'a AsyncClient,
     command: Arc<InFlight>,

@@ -78,6 +78,16 @@ pub struct Client {
 }
 
 /// A command written by [`Client::begin`], its timeout armed.
+///
+/// # Examples
+/// ```no_run
+/// # use std::time::Duration;
+/// # use wheel_bench::redis::*;
+/// # let server = RedisServer::start().unwrap();
+/// # let client = Client::new(Connection::connect(server.addr()).unwrap(), Expiry::None, Duration::from_secs(1));
+/// let call: Call<'_> = client.begin(&[b"PING"]).unwrap();
+/// assert!(call.wait().is_ok());
+/// ```
 pub struct Call<'a> {
     client: &'a Client,
     command: Arc<InFlight>,

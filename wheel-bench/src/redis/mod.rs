@@ -29,7 +29,6 @@ pub use async_client::{AsyncCall, AsyncClient, AsyncExpiry};
 pub use client::{Call, Client, Expiry};
 pub use connection::Connection;
 pub use error::CommandError;
-pub use in_flight::Reply;
 pub use server::{stall, RedisServer, ServerError};
 
 /// The reply frame type, `redis-protocol`'s.
