@@ -330,3 +330,86 @@ async fn futures_join<F: std::future::Future>(futures: impl Iterator<Item = F>) 
     .await;
     outputs.into_iter().flatten().collect()
 }
+
+/// `wheel-bench redis` end to end on this test's server: every mechanism and
+/// both workloads, one JSON row each with exactly the issue's keys, no
+/// errors; with a stall, every caller's command in flight times out once.
+#[test]
+fn the_command_prints_a_row_per_run_with_no_errors() {
+    let Some(server) = server() else { return };
+    let url = format!("redis://{}", server.addr());
+    let run = move |extra: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_wheel-bench"))
+            .args(["redis", "--redis-url", &url, "--threads", "20", "--json"])
+            .args(extra)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{extra:?}: {stderr}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let keys = [
+        "impl",
+        "threads",
+        "workload",
+        "ops_per_s",
+        "p50_ms",
+        "p99_ms",
+        "p999_ms",
+        "timeouts_fired",
+        "errors",
+        "cpu_s",
+        "peak_rss_mib",
+    ];
+    let rows = bounded(move || {
+        let plain = run(&["--secs", "0.3", "--workload", "set,list"]);
+        let stalled = run(&[
+            "--secs",
+            "1",
+            "--workload",
+            "set",
+            "--timeout-ms",
+            "200",
+            "--stall-ms",
+            "300",
+        ]);
+        (plain, stalled)
+    });
+    let field = |row: &str, key: &str| -> String {
+        let start = row.find(&format!("\"{key}\":")).unwrap() + key.len() + 3;
+        row[start..]
+            .split([',', '}'])
+            .next()
+            .unwrap()
+            .trim_matches('"')
+            .to_owned()
+    };
+    let plain: Vec<&str> = rows.0.lines().collect();
+    assert_eq!(plain.len(), 12, "{}", rows.0);
+    for row in &plain {
+        let found: Vec<&str> = (row.trim_matches(['{', '}']).split(','))
+            .map(|kv| kv.split(':').next().unwrap().trim_matches('"'))
+            .collect();
+        assert_eq!(found, keys, "{row}");
+        assert_eq!(field(row, "errors"), "0", "{row}");
+        assert_eq!(field(row, "timeouts_fired"), "0", "{row}");
+        assert!(
+            field(row, "ops_per_s").parse::<f64>().unwrap() > 0.0,
+            "{row}"
+        );
+    }
+    let stalled: Vec<&str> = rows.1.lines().collect();
+    assert_eq!(stalled.len(), 6, "{}", rows.1);
+    for row in stalled {
+        assert_eq!(field(row, "errors"), "0", "{row}");
+        // Paused for 300 ms with a 200 ms timeout: the command each caller had
+        // in flight times out, and the next, sent 200 ms into the pause, is
+        // answered 100 ms before its own deadline.
+        let expected = if field(row, "impl") == "none" {
+            "0"
+        } else {
+            "20"
+        };
+        assert_eq!(field(row, "timeouts_fired"), expected, "{row}");
+    }
+}

@@ -35,21 +35,15 @@ const DRAIN_SLACK: Duration = Duration::from_secs(2);
 /// Runs `imp` with `args.threads[0]` callers on `args.workloads[0]`.
 pub fn run(args: &RedisArgs, imp: Impl, progress: bool) -> Result<RedisOutcome, RunError> {
     let addr = (args.server).ok_or_else(|| io::Error::other("the child was given no server"))?;
+    let callers = args.threads.first().copied().unwrap_or(1);
+    let workload = args.workloads.first().copied().unwrap_or(Workload::Set);
     let run = Run {
         args,
-        callers: args.threads.first().copied().unwrap_or(1),
-        workload: args.workloads.first().copied().unwrap_or(Workload::Set),
+        callers,
+        workload,
         timeout: Duration::from_millis(args.timeout_ms),
         progress,
-        label: String::new(),
-    };
-    let run = Run {
-        label: format!(
-            "redis {imp:<11} x{:<3} {}",
-            run.callers,
-            run.workload.name()
-        ),
-        ..run
+        label: format!("redis {imp:<11} x{callers:<3} {}", workload.name()),
     };
     let connection = connect(addr)?;
     let expiry = match imp {
