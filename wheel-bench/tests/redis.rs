@@ -337,7 +337,8 @@ async fn futures_join<F: std::future::Future>(futures: impl Iterator<Item = F>) 
 
 /// `wheel-bench redis` end to end on this test's server: every mechanism and
 /// both workloads, one JSON row each with exactly the issue's keys, no
-/// errors; with a stall, every caller's command in flight times out once.
+/// errors, and the chart; with a stall, every caller's command in flight
+/// times out once.
 #[test]
 fn the_command_prints_a_row_per_run_with_no_errors() {
     let Some(server) = server() else { return };
@@ -365,8 +366,17 @@ fn the_command_prints_a_row_per_run_with_no_errors() {
         "cpu_s",
         "peak_rss_mib",
     ];
+    let plot = std::env::temp_dir().join(format!("wheel-bench-redis-{}.svg", std::process::id()));
+    let plot_arg = plot.to_string_lossy().into_owned();
     let rows = bounded(move || {
-        let plain = run(&["--secs", "0.3", "--workload", "set,list"]);
+        let plain = run(&[
+            "--secs",
+            "0.3",
+            "--workload",
+            "set,list",
+            "--plot",
+            &plot_arg,
+        ]);
         let stalled = run(&[
             "--secs",
             "1",
@@ -388,6 +398,12 @@ fn the_command_prints_a_row_per_run_with_no_errors() {
             .trim_matches('"')
             .to_owned()
     };
+    let svg = std::fs::read_to_string(&plot).unwrap();
+    let _ = std::fs::remove_file(&plot);
+    assert!(
+        svg.starts_with("<svg") && svg.contains("redis list"),
+        "not the chart"
+    );
     let plain: Vec<&str> = rows.0.lines().collect();
     assert_eq!(plain.len(), 12, "{}", rows.0);
     for row in &plain {
