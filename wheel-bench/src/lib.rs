@@ -1,5 +1,6 @@
 //! Shared pieces of the benchmarks: the peers we measure against.
 pub mod peers;
+pub mod redis;
 pub mod rng;
 
 /// The runtime the tokio peers run on, as an application would build it:

@@ -35,6 +35,20 @@ fn bad_flags_exit_non_zero_with_a_message() {
     assert_usage_error(&["timeouts", "--threads", "0"], "--threads entry 0");
     assert_usage_error(&["timeouts", "--timers", "5"], "takes no flag `--timers`");
     assert_usage_error(&["dance"], "unknown experiment `dance`");
+    assert_usage_error(
+        &["redis", "--impls", "heap"],
+        "unknown implementation `heap`; expected one of none, executor-2",
+    );
+    assert_usage_error(&["redis", "--workload", "get"], "--workload `get`");
+    assert_usage_error(&["redis", "--stall-ms", "0"], "--stall-ms 0 is not in");
+    assert_usage_error(
+        &["redis", "--redis-url", "redis://u:p@127.0.0.1:1"],
+        "expected redis://HOST:PORT",
+    );
+    assert_usage_error(
+        &["timeouts", "--impls", "executor-8"],
+        "unknown implementation",
+    );
     assert_usage_error(&[], "name an experiment");
 }
 
@@ -51,13 +65,17 @@ fn an_unwritable_plot_fails_before_measuring() {
 }
 
 #[test]
-fn help_explains_both_experiments() {
+fn help_explains_every_experiment() {
     let out = wheel_bench(&["--help"]);
     assert!(out.status.success());
     let help = String::from_utf8_lossy(&out.stdout);
     for word in [
         "delay",
         "timeouts",
+        "redis",
+        "--workload",
+        "--stall-ms",
+        "--redis-url",
         "--timers",
         "--threads",
         "--quick",

@@ -1,66 +1,28 @@
-//! Command-line parsing and validation: the two experiments, their flags, and
+//! Command-line parsing and validation: the experiments, their flags, and
 //! the hidden `__child` mode the parent uses to run one implementation.
 
-use core::fmt;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
+pub use super::arg_error::ArgError;
 use super::impls::Impl;
+use super::values::{impl_list, millis, number, redis_url, seconds, thread_list, workload_list};
 
 /// Printed by `--help`.
-pub const HELP: &str = "\
-wheel-bench: the seed experiments, wheel-sync side by side with its peers
-
-USAGE:
-    wheel-bench delay    [--timers N] [--min-ms MS] [--max-ms MS] [--seed N] [COMMON]
-    wheel-bench timeouts [--threads LIST] [--secs S] [COMMON]
-
-EXPERIMENTS:
-    delay      N timers, each with a delay drawn uniformly from [min-ms, max-ms]
-               (microsecond steps, the same draws for every implementation), all
-               scheduled as fast as one thread can at start, as the seed's game
-               server does with 1M-4M `await Delay(..)`. It reports how long the
-               last one took to fire (the ideal is the max delay), the CPU time and
-               average CPU % (of one core) the process spent from the first
-               schedule to the last fire (getrusage), its peak RSS and the
-               bytes each timer cost above the idle process, and each timer's
-               lateness past its own deadline (p50/p99/max, and any that fired early).
-               Defaults: --timers 1000000 --min-ms 500 --max-ms 15000.
-
-    timeouts   Each of --threads threads loops schedule(1 s) + cancel for --secs
-               seconds, as a client does around every request it sends. It reports
-               total schedule+cancel pairs per second, the wall time of one pair on
-               one thread (ns/op), the speed-up over `heap`, the CPU time over
-               those seconds and the peak RSS. Defaults: --threads 1,2,8 --secs 5.
-
-IMPLEMENTATIONS (each measured in its own child process):
-    wheel        wheel-sync callbacks (delay: schedule_detached_at, fire and forget,
-                 as no timer is cancelled; timeouts: schedule + cancel)
-    wheel-async  tasks awaiting wheel-sync's Sleep on a tokio multi-thread runtime
-                 (timeouts: a Sleep polled once, dropped)
-    wheel-queue  one task draining a wheel-sync DelayQueue (timeouts: one queue per thread)
-    tokio        tasks awaiting tokio::time::sleep (timeouts: a Sleep polled once, dropped)
-    delayqueue   one task draining a tokio_util DelayQueue (timeouts: one queue per thread)
-    heap         a Mutex<BinaryHeap> + Condvar scheduler thread with lazy cancel
-
-COMMON:
-    --impls LIST   comma-separated implementations to run (default: all)
-    --quick        scale everything down to run in seconds (smoke test)
-    --json         print the rows as JSON lines instead of the table
-    --plot FILE    write an SVG chart (delay: fired per 100 ms and lateness CDF;
-                   timeouts: ops/s per thread count)
-    -h, --help     print this help
-";
+pub const HELP: &str = include_str!("help.txt");
 
 /// Largest `--timers`; beyond it one run would need more memory than a
 /// developer machine has.
-const MAX_TIMERS: u64 = 100_000_000;
+pub const MAX_TIMERS: u64 = 100_000_000;
 /// Largest `--max-ms`: one hour keeps every deadline well inside the wheels'
 /// ranges and the per-100 ms series small.
-const MAX_DELAY_MS: u64 = 3_600_000;
+pub const MAX_DELAY_MS: u64 = 3_600_000;
 /// Largest `--threads` entry.
-const MAX_THREADS: usize = 1024;
+pub const MAX_THREADS: usize = 1024;
 /// Largest `--secs`.
-const MAX_SECS: f64 = 3600.0;
+pub const MAX_SECS: f64 = 3600.0;
+/// Largest `--timeout-ms` and `--stall-ms`: an hour.
+pub const MAX_MS: u64 = 3_600_000;
 
 /// What the command line asks for.
 #[derive(Debug, PartialEq)]
@@ -79,8 +41,10 @@ pub enum Command {
 pub enum Experiment {
     /// Seed 000.
     Delay(DelayArgs),
-    /// Seed 001.
+    /// Seed 001's timer pattern.
     Timeouts(TimeoutsArgs),
+    /// Seed 001 against a real Redis server.
+    Redis(RedisArgs),
 }
 
 /// Parameters of the `delay` experiment.
@@ -105,6 +69,43 @@ pub struct TimeoutsArgs {
     pub secs: f64,
 }
 
+/// Parameters of the `redis` experiment.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RedisArgs {
+    /// Caller counts, one run each.
+    pub threads: Vec<usize>,
+    /// How long each run lasts.
+    pub secs: f64,
+    /// Workloads, one run each.
+    pub workloads: Vec<Workload>,
+    /// Each command's timeout.
+    pub timeout_ms: u64,
+    /// Stall the server this long mid-run.
+    pub stall_ms: Option<u64>,
+    /// The server to use; `None`: start one (the parent always gives its
+    /// children one).
+    pub server: Option<SocketAddr>,
+}
+
+/// What each `redis` caller loops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Workload {
+    /// `SET key value`: the seed's `syncSet`.
+    Set,
+    /// `DEL`, a 20-value `LPUSH`, `LRANGE 0 -1`: the seed's `syncList`.
+    List,
+}
+
+impl Workload {
+    /// As `--workload` names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::Set => "set",
+            Workload::List => "list",
+        }
+    }
+}
+
 /// How a parent run reports.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Output {
@@ -119,119 +120,14 @@ pub struct Output {
 /// One implementation's run inside a child process.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Child {
-    /// The experiment; for `timeouts`, `threads` holds exactly one count.
+    /// The experiment; for `timeouts` and `redis`, `threads` holds exactly
+    /// one count; for `redis`, one workload and the server.
     pub experiment: Experiment,
     /// The implementation.
     pub imp: Impl,
     /// Draw a live progress line on stderr.
     pub progress: bool,
 }
-
-/// A command line that cannot be run.
-#[derive(Debug, PartialEq)]
-pub enum ArgError {
-    /// No experiment named.
-    NoExperiment,
-    /// The first word is not an experiment.
-    UnknownExperiment(String),
-    /// A flag the experiment does not take.
-    UnknownFlag {
-        /// As written.
-        flag: String,
-        /// `delay` or `timeouts`.
-        experiment: &'static str,
-    },
-    /// A flag without its value.
-    MissingValue(&'static str),
-    /// A value that does not parse.
-    BadValue {
-        /// The flag.
-        flag: &'static str,
-        /// As written.
-        value: String,
-        /// What would have parsed.
-        expected: &'static str,
-    },
-    /// `--timers 0`.
-    NoTimers,
-    /// More than [`MAX_TIMERS`].
-    TooManyTimers(u64),
-    /// `--min-ms` above `--max-ms`.
-    MinAboveMax {
-        /// `--min-ms`.
-        min_ms: u64,
-        /// `--max-ms`.
-        max_ms: u64,
-    },
-    /// `--max-ms` above [`MAX_DELAY_MS`].
-    DelayTooLong(u64),
-    /// An `--impls` entry that names no implementation.
-    UnknownImpl(String),
-    /// A `--threads` entry of 0 or above [`MAX_THREADS`].
-    ThreadsOutOfRange(usize),
-    /// `--secs` not in (0, [`MAX_SECS`]].
-    SecsOutOfRange(f64),
-    /// A `__child` command line that does not name exactly one implementation
-    /// (and, for `timeouts`, one thread count).
-    ChildNotSingle,
-}
-
-impl fmt::Display for ArgError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ArgError::NoExperiment => write!(f, "name an experiment: `delay` or `timeouts`"),
-            ArgError::UnknownExperiment(word) => {
-                write!(
-                    f,
-                    "unknown experiment `{word}`; expected `delay` or `timeouts`"
-                )
-            }
-            ArgError::UnknownFlag { flag, experiment } => {
-                write!(f, "`{experiment}` takes no flag `{flag}`")
-            }
-            ArgError::MissingValue(flag) => write!(f, "{flag} needs a value"),
-            ArgError::BadValue {
-                flag,
-                value,
-                expected,
-            } => write!(f, "{flag} `{value}`: expected {expected}"),
-            ArgError::NoTimers => write!(f, "--timers must be at least 1"),
-            ArgError::TooManyTimers(n) => {
-                write!(f, "--timers {n} is above the limit of {MAX_TIMERS}")
-            }
-            ArgError::MinAboveMax { min_ms, max_ms } => write!(
-                f,
-                "--min-ms ({min_ms}) must not be above --max-ms ({max_ms})"
-            ),
-            ArgError::DelayTooLong(ms) => {
-                write!(
-                    f,
-                    "--max-ms {ms} is above the limit of {MAX_DELAY_MS} (one hour)"
-                )
-            }
-            ArgError::UnknownImpl(name) => {
-                write!(f, "unknown implementation `{name}`; expected one of ")?;
-                for (i, imp) in Impl::ALL.iter().enumerate() {
-                    let sep = if i == 0 { "" } else { ", " };
-                    write!(f, "{sep}{imp}")?;
-                }
-                Ok(())
-            }
-            ArgError::ThreadsOutOfRange(n) => {
-                write!(f, "--threads entry {n} is not in 1..={MAX_THREADS}")
-            }
-            ArgError::SecsOutOfRange(s) => {
-                write!(f, "--secs {s} is not in (0, {MAX_SECS}]")
-            }
-            ArgError::ChildNotSingle => write!(
-                f,
-                "__child needs exactly one --impls entry (and one --threads entry)"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for ArgError {}
 
 /// Parses the arguments after the program name.
 pub fn parse<I>(args: I) -> Result<Command, ArgError>
@@ -249,31 +145,35 @@ where
         return Ok(Command::Help);
     }
     let (word, flags) = rest.split_first().ok_or(ArgError::NoExperiment)?;
-    let name = match word.as_str() {
-        "delay" => "delay",
-        "timeouts" => "timeouts",
+    let (name, impls): (_, &'static [Impl]) = match word.as_str() {
+        "delay" => ("delay", &Impl::TIMERS),
+        "timeouts" => ("timeouts", &Impl::TIMERS),
+        "redis" => ("redis", &Impl::REDIS),
         other => return Err(ArgError::UnknownExperiment(other.to_owned())),
     };
-    let raw = RawFlags::parse(name, flags, child)?;
-    let experiment = if name == "delay" {
-        Experiment::Delay(raw.delay()?)
-    } else {
-        Experiment::Timeouts(raw.timeouts()?)
+    let raw = RawFlags::parse(name, impls, flags, child)?;
+    let experiment = match name {
+        "delay" => Experiment::Delay(raw.delay()?),
+        "timeouts" => Experiment::Timeouts(raw.timeouts()?),
+        _ => Experiment::Redis(raw.redis()?),
     };
     if !child {
         let output = Output {
-            impls: raw.impls.unwrap_or_else(|| Impl::ALL.to_vec()),
+            impls: raw.impls.unwrap_or_else(|| impls.to_vec()),
             json: raw.json,
             plot: raw.plot,
         };
         return Ok(Command::Run(experiment, output));
     }
-    let single_threads = match &experiment {
+    let single = match &experiment {
         Experiment::Delay(_) => true,
         Experiment::Timeouts(t) => t.threads.len() == 1,
+        Experiment::Redis(r) => {
+            r.threads.len() == 1 && r.workloads.len() == 1 && r.server.is_some()
+        }
     };
     match raw.impls.as_deref() {
-        Some(&[imp]) if single_threads => Ok(Command::Child(Child {
+        Some(&[imp]) if single => Ok(Command::Child(Child {
             experiment,
             imp,
             progress: raw.progress,
@@ -291,6 +191,10 @@ struct RawFlags {
     seed: Option<u64>,
     threads: Option<Vec<usize>>,
     secs: Option<f64>,
+    workloads: Option<Vec<Workload>>,
+    timeout_ms: Option<u64>,
+    stall_ms: Option<u64>,
+    server: Option<SocketAddr>,
     impls: Option<Vec<Impl>>,
     quick: bool,
     json: bool,
@@ -299,7 +203,12 @@ struct RawFlags {
 }
 
 impl RawFlags {
-    fn parse(experiment: &'static str, flags: &[String], child: bool) -> Result<Self, ArgError> {
+    fn parse(
+        experiment: &'static str,
+        impls: &'static [Impl],
+        flags: &[String],
+        child: bool,
+    ) -> Result<Self, ArgError> {
         let mut raw = RawFlags::default();
         let mut it = flags.iter();
         while let Some(arg) = it.next() {
@@ -312,6 +221,7 @@ impl RawFlags {
                 experiment,
             };
             let delay = experiment == "delay";
+            let redis = experiment == "redis";
             // Takes the flag's value from `--flag=v` or the next argument.
             let mut value = |name: &'static str| -> Result<String, ArgError> {
                 match inline.clone() {
@@ -326,7 +236,17 @@ impl RawFlags {
                 "--seed" if delay => raw.seed = Some(number("--seed", &value("--seed")?)?),
                 "--threads" if !delay => raw.threads = Some(thread_list(&value("--threads")?)?),
                 "--secs" if !delay => raw.secs = Some(seconds(&value("--secs")?)?),
-                "--impls" => raw.impls = Some(impl_list(&value("--impls")?)?),
+                "--workload" if redis => {
+                    raw.workloads = Some(workload_list(&value("--workload")?)?)
+                }
+                "--timeout-ms" if redis => {
+                    raw.timeout_ms = Some(millis("--timeout-ms", &value("--timeout-ms")?)?);
+                }
+                "--stall-ms" if redis => {
+                    raw.stall_ms = Some(millis("--stall-ms", &value("--stall-ms")?)?);
+                }
+                "--redis-url" if redis => raw.server = Some(redis_url(&value("--redis-url")?)?),
+                "--impls" => raw.impls = Some(impl_list(&value("--impls")?, impls)?),
                 "--plot" => raw.plot = Some(PathBuf::from(value("--plot")?)),
                 "--quick" | "--json" | "--progress" if inline.is_some() => return Err(unknown()),
                 "--quick" => raw.quick = true,
@@ -368,6 +288,23 @@ impl RawFlags {
         Ok(args)
     }
 
+    fn redis(&self) -> Result<RedisArgs, ArgError> {
+        let (threads, secs) = if self.quick {
+            (vec![50, 200], 0.3)
+        } else {
+            (vec![50, 100, 200], 5.0)
+        };
+        Ok(RedisArgs {
+            threads: self.threads.clone().unwrap_or(threads),
+            secs: self.secs.unwrap_or(secs),
+            workloads: (self.workloads.clone())
+                .unwrap_or_else(|| vec![Workload::Set, Workload::List]),
+            timeout_ms: self.timeout_ms.unwrap_or(1000),
+            stall_ms: self.stall_ms,
+            server: self.server,
+        })
+    }
+
     fn timeouts(&self) -> Result<TimeoutsArgs, ArgError> {
         let (threads, secs) = if self.quick {
             (vec![1, 2], 0.25)
@@ -378,71 +315,6 @@ impl RawFlags {
             threads: self.threads.clone().unwrap_or(threads),
             secs: self.secs.unwrap_or(secs),
         })
-    }
-}
-
-/// A non-negative integer; `_` separators are allowed (`4_000_000`).
-fn number(flag: &'static str, value: &str) -> Result<u64, ArgError> {
-    let digits: String = value.chars().filter(|&c| c != '_').collect();
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(bad(flag, value, "a non-negative integer"));
-    }
-    digits
-        .parse()
-        .map_err(|_| bad(flag, value, "an integer below 2^64"))
-}
-
-fn thread_list(value: &str) -> Result<Vec<usize>, ArgError> {
-    let mut threads = Vec::new();
-    for part in value.split(',') {
-        let n = number("--threads", part.trim())
-            .map_err(|_| bad("--threads", value, "a comma-separated list like 1,2,8"))?;
-        let n = usize::try_from(n).unwrap_or(usize::MAX);
-        if n == 0 || n > MAX_THREADS {
-            return Err(ArgError::ThreadsOutOfRange(n));
-        }
-        if !threads.contains(&n) {
-            threads.push(n);
-        }
-    }
-    Ok(threads)
-}
-
-fn seconds(value: &str) -> Result<f64, ArgError> {
-    let secs: f64 = value
-        .trim()
-        .parse()
-        .map_err(|_| bad("--secs", value, "a number of seconds like 5 or 0.5"))?;
-    // The negated form also rejects NaN.
-    if !(secs > 0.0 && secs <= MAX_SECS) {
-        return Err(ArgError::SecsOutOfRange(secs));
-    }
-    Ok(secs)
-}
-
-fn impl_list(value: &str) -> Result<Vec<Impl>, ArgError> {
-    let mut impls = Vec::new();
-    for name in value.split(',').map(str::trim) {
-        if name.is_empty() {
-            return Err(bad(
-                "--impls",
-                value,
-                "a comma-separated list like wheel,tokio",
-            ));
-        }
-        let imp = Impl::from_name(name).ok_or_else(|| ArgError::UnknownImpl(name.to_owned()))?;
-        if !impls.contains(&imp) {
-            impls.push(imp);
-        }
-    }
-    Ok(impls)
-}
-
-fn bad(flag: &'static str, value: &str, expected: &'static str) -> ArgError {
-    ArgError::BadValue {
-        flag,
-        value: value.to_owned(),
-        expected,
     }
 }
 
@@ -469,6 +341,28 @@ pub fn child_args(experiment: &Experiment, imp: Impl, progress: bool) -> Vec<Str
             args.push(threads.join(","));
             args.push("--secs".into());
             args.push(t.secs.to_string());
+        }
+        Experiment::Redis(r) => {
+            args.push("redis".into());
+            let threads: Vec<String> = r.threads.iter().map(usize::to_string).collect();
+            let workloads: Vec<&str> = r.workloads.iter().map(|w| w.name()).collect();
+            for (flag, v) in [
+                ("--threads", threads.join(",")),
+                ("--secs", r.secs.to_string()),
+                ("--workload", workloads.join(",")),
+                ("--timeout-ms", r.timeout_ms.to_string()),
+            ] {
+                args.push(flag.into());
+                args.push(v);
+            }
+            if let Some(ms) = r.stall_ms {
+                args.push("--stall-ms".into());
+                args.push(ms.to_string());
+            }
+            if let Some(addr) = r.server {
+                args.push("--redis-url".into());
+                args.push(format!("redis://{addr}"));
+            }
         }
     }
     args.push("--impls".into());
@@ -533,7 +427,10 @@ mod tests {
         );
         assert_eq!(
             parse_str("delay --impls wheel,nope"),
-            Err(ArgError::UnknownImpl("nope".into()))
+            Err(ArgError::UnknownImpl {
+                name: "nope".into(),
+                expected: &Impl::TIMERS
+            })
         );
         assert_eq!(
             parse_str("delay --timers"),
@@ -595,7 +492,15 @@ mod tests {
             threads: vec![2],
             secs: 0.25,
         });
-        for (experiment, progress) in [(delay, true), (timeouts, false)] {
+        let redis = Experiment::Redis(RedisArgs {
+            threads: vec![50],
+            secs: 0.5,
+            workloads: vec![Workload::List],
+            timeout_ms: 300,
+            stall_ms: Some(700),
+            server: Some(SocketAddr::from(([127, 0, 0, 1], 6400))),
+        });
+        for (experiment, progress) in [(delay, true), (timeouts, false), (redis, false)] {
             let args = child_args(&experiment, Impl::Tokio, progress);
             assert_eq!(
                 parse(args),
@@ -613,6 +518,61 @@ mod tests {
         assert_eq!(parse_str("__child delay"), Err(ArgError::ChildNotSingle));
         assert_eq!(
             parse_str("__child timeouts --impls heap --threads 1,2"),
+            Err(ArgError::ChildNotSingle)
+        );
+    }
+
+    #[test]
+    fn redis_defaults_are_the_seeds_and_flags_check() {
+        let Ok(Command::Run(Experiment::Redis(r), out)) = parse_str("redis") else {
+            panic!("did not parse");
+        };
+        assert_eq!(r.threads, vec![50, 100, 200]);
+        assert_eq!(r.workloads, vec![Workload::Set, Workload::List]);
+        assert_eq!((r.timeout_ms, r.stall_ms, r.server), (1000, None, None));
+        assert_eq!(out.impls, Impl::REDIS.to_vec());
+        let Ok(Command::Run(Experiment::Redis(r), _)) =
+            parse_str("redis --workload list --stall-ms 1500 --redis-url redis://127.0.0.1:7000")
+        else {
+            panic!("did not parse");
+        };
+        assert_eq!(r.workloads, vec![Workload::List]);
+        assert_eq!(r.stall_ms, Some(1500));
+        assert_eq!(r.server, Some(SocketAddr::from(([127, 0, 0, 1], 7000))));
+        assert_eq!(
+            parse_str("redis --impls heap"),
+            Err(ArgError::UnknownImpl {
+                name: "heap".into(),
+                expected: &Impl::REDIS
+            })
+        );
+        assert!(matches!(
+            parse_str("timeouts --impls executor-2"),
+            Err(ArgError::UnknownImpl { .. })
+        ));
+        assert_eq!(
+            parse_str("redis --timeout-ms 0"),
+            Err(ArgError::MsOutOfRange {
+                flag: "--timeout-ms",
+                ms: 0
+            })
+        );
+        for bad_line in [
+            "redis --workload get",
+            "redis --redis-url redis://user:pw@127.0.0.1:1",
+            "redis --redis-url localhost",
+        ] {
+            assert!(
+                matches!(parse_str(bad_line), Err(ArgError::BadValue { .. })),
+                "{bad_line}"
+            );
+        }
+        assert!(matches!(
+            parse_str("timeouts --workload set"),
+            Err(ArgError::UnknownFlag { .. })
+        ));
+        assert_eq!(
+            parse_str("__child redis --impls wheel --threads 50 --workload set"),
             Err(ArgError::ChildNotSingle)
         );
     }

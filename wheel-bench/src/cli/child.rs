@@ -71,6 +71,7 @@ pub fn measure(experiment: &Experiment, imp: Impl, progress: bool) -> Result<Mea
     let cpu_ns = match &outcome {
         Outcome::Delay(d) => d.cpu_ns,
         Outcome::Timeouts(t) => t.cpu_ns,
+        Outcome::Redis(r) => r.cpu_ns,
     };
     Ok(Measured {
         outcome,

@@ -37,6 +37,10 @@ pub fn run(args: &DelayArgs, imp: Impl, progress: bool) -> Result<DelayOutcome, 
         Impl::Wheel => wheel(args, progress),
         Impl::WheelAsync => wheel_tasks(args, progress),
         Impl::WheelQueue => wheel_queue(args, progress),
+        Impl::None | Impl::Executor2 | Impl::Executor8 => Err(RunError::NotIn {
+            imp,
+            experiment: "delay",
+        }),
     }
 }
 

@@ -1,6 +1,7 @@
 //! The `wheel-bench` command: parse, then either run one implementation (as a
 //! child) or run every chosen implementation in its own child and report.
 
+mod arg_error;
 mod args;
 mod child;
 mod delay;
@@ -9,8 +10,10 @@ mod outcome;
 mod plot;
 mod progress;
 mod recorder;
+mod redis;
 mod report;
 mod timeouts;
+mod values;
 
 use core::fmt;
 use std::fs::File;
@@ -21,7 +24,7 @@ use std::process::ExitCode;
 use args::{ArgError, Command, Experiment, Output};
 use child::{ChildFailure, Measured};
 use outcome::{Outcome, OutcomeError};
-use report::{DelayResult, TimeoutsResult};
+use report::{DelayResult, RedisResult, TimeoutsResult};
 
 /// Anything that stops a run.
 #[derive(Debug)]
@@ -42,6 +45,17 @@ pub enum RunError {
     PlotFile(PathBuf, io::Error),
     /// The chart could not be drawn.
     Plot(plot::PlotError),
+    /// An implementation asked of an experiment that does not compare it.
+    NotIn {
+        /// The implementation.
+        imp: impls::Impl,
+        /// The experiment's name.
+        experiment: &'static str,
+    },
+    /// The Redis server could not be started.
+    Server(wheel_bench::redis::ServerError),
+    /// The server could not be made to stall.
+    Stall(wheel_bench::redis::CommandError),
 }
 
 impl fmt::Display for RunError {
@@ -55,6 +69,11 @@ impl fmt::Display for RunError {
             RunError::Outcome(e) => write!(f, "{e}"),
             RunError::PlotFile(path, e) => write!(f, "cannot write {}: {e}", path.display()),
             RunError::Plot(e) => write!(f, "cannot draw the chart: {e}"),
+            RunError::NotIn { imp, experiment } => {
+                write!(f, "`{experiment}` does not measure `{imp}`")
+            }
+            RunError::Server(e) => write!(f, "{e}"),
+            RunError::Stall(e) => write!(f, "cannot stall the server: {e}"),
         }
     }
 }
@@ -133,6 +152,7 @@ fn run_child(c: &args::Child) -> ExitCode {
     let outcome = match &c.experiment {
         Experiment::Delay(d) => delay::run(d, c.imp, c.progress).map(Outcome::Delay),
         Experiment::Timeouts(t) => timeouts::run(t, c.imp, c.progress).map(Outcome::Timeouts),
+        Experiment::Redis(r) => redis::run(r, c.imp, c.progress).map(Outcome::Redis),
     };
     let written = outcome.and_then(|o| {
         let mut out = io::stdout().lock();
@@ -222,6 +242,64 @@ fn run_parent(experiment: &Experiment, output: &Output) -> Result<bool, RunError
             if let Some(path) = &output.plot {
                 plot::timeouts(path, &results)?;
             }
+        }
+        Experiment::Redis(args) => {
+            // Ours unless one was named; stopped when this scope ends,
+            // however it ends.
+            let server = match args.server {
+                // Fail before the children do, each with the same error.
+                Some(addr) => redis::connect(addr).map(|_| None)?,
+                None => Some(wheel_bench::redis::RedisServer::start().map_err(RunError::Server)?),
+            };
+            let addr = args.server.or(server.as_ref().map(|s| s.addr()));
+            let mut results = Vec::new();
+            for &workload in &args.workloads {
+                for &threads in &args.threads {
+                    let one = Experiment::Redis(args::RedisArgs {
+                        threads: vec![threads],
+                        workloads: vec![workload],
+                        server: addr,
+                        ..args.clone()
+                    });
+                    for &imp in &output.impls {
+                        let what = format!("redis {imp} x{threads} {}", workload.name());
+                        let measured = child::measure(&one, imp, progress);
+                        if measured.is_err() {
+                            note(what.clone(), &measured);
+                        }
+                        if let Ok(Measured {
+                            outcome: Outcome::Redis(outcome),
+                            cpu_s,
+                            peak_rss_kib,
+                        }) = measured
+                        {
+                            let result = RedisResult {
+                                imp,
+                                threads,
+                                workload,
+                                outcome,
+                                cpu_s,
+                                peak_rss_kib,
+                            };
+                            eprintln!(
+                                "wheel-bench: {what}: done, {cpu_s:.2} CPU s, {:.2} CPU us per command, \
+                                 {} timeouts, {} errors",
+                                result.cpu_us_per_command(),
+                                result.outcome.timeouts_fired,
+                                result.outcome.errors
+                            );
+                            results.push(result);
+                        }
+                    }
+                }
+            }
+            drop(server);
+            print_table(&report::redis_table(&results), output.json)?;
+            if let Some(path) = &output.plot {
+                plot::redis(path, &results)?;
+            }
+            // errors must be 0: a run with any fails the command.
+            all_ok &= results.iter().all(|r| r.outcome.errors == 0);
         }
     }
     Ok(all_ok)

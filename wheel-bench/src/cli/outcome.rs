@@ -17,6 +17,8 @@ pub enum Outcome {
     Delay(DelayOutcome),
     /// A `timeouts` run.
     Timeouts(TimeoutsOutcome),
+    /// A `redis` run.
+    Redis(RedisOutcome),
 }
 
 /// A `delay` run as the child saw it.
@@ -42,6 +44,25 @@ pub struct TimeoutsOutcome {
     pub elapsed_ns: u64,
     /// CPU time (user + system, all threads) over `elapsed_ns`.
     pub cpu_ns: u64,
+}
+
+/// A `redis` run as the child saw it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RedisOutcome {
+    /// Workload loops completed with the right replies by all callers.
+    pub ops: u64,
+    /// Commands sent.
+    pub commands: u64,
+    /// From the callers' start to their stop.
+    pub elapsed_ns: u64,
+    /// CPU time (user + system, all threads) over `elapsed_ns`.
+    pub cpu_ns: u64,
+    /// Each completed op's latency, in the `delay` lateness histogram's buckets.
+    pub latency: Lateness,
+    /// Commands completed by their timeout.
+    pub timeouts_fired: u64,
+    /// Commands lost, answered twice or answered wrongly, and failures.
+    pub errors: u64,
 }
 
 /// Child output the parent cannot read.
@@ -83,11 +104,7 @@ impl Outcome {
                 line("baseline_rss_kib", &d.baseline_rss_kib);
                 line("cpu_ns", &d.cpu_ns);
                 line("max_late_ns", &d.recorded.lateness.max_ns);
-                let sparse: Vec<String> = (d.recorded.lateness.counts.iter().enumerate())
-                    .filter(|(_, &c)| c > 0)
-                    .map(|(i, c)| format!("{i}:{c}"))
-                    .collect();
-                line("lateness", &sparse.join(" "));
+                line("lateness", &sparse(&d.recorded.lateness));
                 let slots: Vec<String> = d.recorded.per_slot.iter().map(u32::to_string).collect();
                 line("per_slot", &slots.join(" "));
             }
@@ -96,6 +113,17 @@ impl Outcome {
                 line("ops", &t.ops);
                 line("elapsed_ns", &t.elapsed_ns);
                 line("cpu_ns", &t.cpu_ns);
+            }
+            Outcome::Redis(r) => {
+                line(HEADER, &"redis");
+                line("ops", &r.ops);
+                line("commands", &r.commands);
+                line("elapsed_ns", &r.elapsed_ns);
+                line("cpu_ns", &r.cpu_ns);
+                line("max_latency_ns", &r.latency.max_ns);
+                line("latency", &sparse(&r.latency));
+                line("timeouts_fired", &r.timeouts_fired);
+                line("errors", &r.errors);
             }
         }
         out.push_str("end\n");
@@ -119,19 +147,6 @@ impl Outcome {
         };
         match header.strip_prefix(HEADER).map(str::trim) {
             Some("delay") => {
-                let mut counts = Vec::new();
-                for pair in get("lateness")?.split_whitespace() {
-                    let parsed = pair
-                        .split_once(':')
-                        .and_then(|(i, c)| Some((i.parse::<usize>().ok()?, c.parse().ok()?)));
-                    let Some((i, c)) = parsed.filter(|&(i, _)| i < super::recorder::BUCKETS) else {
-                        return Err(OutcomeError::Malformed(format!("lateness {pair}")));
-                    };
-                    if counts.len() <= i {
-                        counts.resize(i + 1, 0);
-                    }
-                    counts[i] = c;
-                }
                 let per_slot = get("per_slot")?
                     .split_whitespace()
                     .map(|s| {
@@ -144,7 +159,7 @@ impl Outcome {
                         wall_ns: int("wall_ns")?,
                         early: int("early")?,
                         lateness: Lateness {
-                            counts,
+                            counts: counts("lateness", get("lateness")?)?,
                             max_ns: int("max_late_ns")?,
                         },
                         per_slot,
@@ -159,9 +174,48 @@ impl Outcome {
                 elapsed_ns: int("elapsed_ns")?,
                 cpu_ns: int("cpu_ns")?,
             })),
+            Some("redis") => Ok(Outcome::Redis(RedisOutcome {
+                ops: int("ops")?,
+                commands: int("commands")?,
+                elapsed_ns: int("elapsed_ns")?,
+                cpu_ns: int("cpu_ns")?,
+                latency: Lateness {
+                    counts: counts("latency", get("latency")?)?,
+                    max_ns: int("max_latency_ns")?,
+                },
+                timeouts_fired: int("timeouts_fired")?,
+                errors: int("errors")?,
+            })),
             _ => Err(OutcomeError::Malformed(header.to_owned())),
         }
     }
+}
+
+/// A histogram as `bucket:count` pairs of its non-empty buckets.
+fn sparse(histogram: &Lateness) -> String {
+    let pairs: Vec<String> = (histogram.counts.iter().enumerate())
+        .filter(|(_, &c)| c > 0)
+        .map(|(i, c)| format!("{i}:{c}"))
+        .collect();
+    pairs.join(" ")
+}
+
+/// Reads what [`sparse`] wrote for `key`.
+fn counts(key: &str, value: &str) -> Result<Vec<u64>, OutcomeError> {
+    let mut counts = Vec::new();
+    for pair in value.split_whitespace() {
+        let parsed = pair
+            .split_once(':')
+            .and_then(|(i, c)| Some((i.parse::<usize>().ok()?, c.parse().ok()?)));
+        let Some((i, c)) = parsed.filter(|&(i, _)| i < super::recorder::BUCKETS) else {
+            return Err(OutcomeError::Malformed(format!("{key} {pair}")));
+        };
+        if counts.len() <= i {
+            counts.resize(i + 1, 0);
+        }
+        counts[i] = c;
+    }
+    Ok(counts)
 }
 
 #[cfg(test)]
@@ -194,6 +248,22 @@ mod tests {
             ops: 123,
             elapsed_ns: 456,
             cpu_ns: 789,
+        });
+        assert_eq!(Outcome::decode(&outcome.encode()), Ok(outcome));
+    }
+
+    #[test]
+    fn redis_round_trips() {
+        let mut counts = vec![0; 300];
+        counts[299] = 4;
+        let outcome = Outcome::Redis(RedisOutcome {
+            ops: 10,
+            commands: 30,
+            elapsed_ns: 1_000,
+            cpu_ns: 900,
+            latency: Lateness { counts, max_ns: 7 },
+            timeouts_fired: 3,
+            errors: 0,
         });
         assert_eq!(Outcome::decode(&outcome.encode()), Ok(outcome));
     }

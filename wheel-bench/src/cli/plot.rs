@@ -6,10 +6,10 @@ use std::path::Path;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::args::DelayArgs;
+use super::args::{DelayArgs, Workload};
 use super::impls::Impl;
 use super::recorder::SLOT;
-use super::report::{DelayResult, TimeoutsResult};
+use super::report::{DelayResult, RedisResult, TimeoutsResult};
 
 /// What can go wrong drawing (the SVG backend only fails on I/O).
 pub type PlotError = DrawingAreaErrorKind<std::io::Error>;
@@ -29,6 +29,9 @@ fn color(imp: Impl) -> RGBColor {
         Impl::Tokio => RGBColor(0xd6, 0x27, 0x28),
         Impl::DelayQueue => RGBColor(0xff, 0x7f, 0x0e),
         Impl::Heap => RGBColor(0x2c, 0xa0, 0x2c),
+        Impl::None => RGBColor(0x7f, 0x7f, 0x7f),
+        Impl::Executor2 => RGBColor(0x2c, 0xa0, 0x2c),
+        Impl::Executor8 => RGBColor(0xbc, 0xbd, 0x22),
     }
 }
 
@@ -134,42 +137,97 @@ fn lateness_cdf(
 pub fn timeouts(path: &Path, results: &[TimeoutsResult]) -> Result<(), PlotError> {
     let root = SVGBackend::new(path, (900, 560)).into_drawing_area();
     root.fill(&WHITE)?;
-    let max_threads = results.iter().map(|r| r.threads).max().unwrap_or(1);
-    let peak = (results.iter().map(|r| r.ops_per_s() / 1e6)).fold(0.1, f64::max);
-    let mut chart = ChartBuilder::on(&root)
-        .caption(
-            "timeouts: schedule(1 s) + cancel per request",
-            ("sans-serif", 22),
-        )
-        .margin(14)
-        .x_label_area_size(40)
-        .y_label_area_size(70)
-        .build_cartesian_2d(0..max_threads + 1, 0.0..peak * HEADROOM)?;
-    chart
-        .configure_mesh()
-        .x_labels(max_threads + 2)
-        .x_desc("threads")
-        .y_desc("million ops/s (all threads)")
-        .draw()?;
-    for imp in Impl::ALL {
-        let mut points: Vec<(usize, f64)> = (results.iter())
-            .filter(|r| r.imp == imp)
-            .map(|r| (r.threads, r.ops_per_s() / 1e6))
-            .collect();
-        if points.is_empty() {
-            continue;
-        }
-        points.sort_by_key(|p| p.0);
-        chart
-            .draw_series(LineSeries::new(points, color(imp).stroke_width(2)).point_size(4))?
-            .label(imp.name())
-            .legend(legend(imp));
-    }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()?;
+    let points: Vec<(Impl, usize, f64)> = (results.iter())
+        .map(|r| (r.imp, r.threads, r.ops_per_s() / 1e6))
+        .collect();
+    let chart = OpsChart {
+        caption: "timeouts: schedule(1 s) + cancel per request",
+        unit: "million ops/s (all threads)",
+        x_desc: "threads",
+    };
+    chart.draw(&root, &points)?;
     root.present()
+}
+
+/// Workload loops per second against caller count, a chart per workload.
+pub fn redis(path: &Path, results: &[RedisResult]) -> Result<(), PlotError> {
+    let workloads: Vec<Workload> = [Workload::Set, Workload::List]
+        .into_iter()
+        .filter(|w| results.iter().any(|r| r.workload == *w))
+        .collect();
+    let height = 520 * workloads.len().max(1) as u32;
+    let root = SVGBackend::new(path, (900, height)).into_drawing_area();
+    root.fill(&WHITE)?;
+    for (area, workload) in root
+        .split_evenly((workloads.len().max(1), 1))
+        .iter()
+        .zip(&workloads)
+    {
+        let points: Vec<(Impl, usize, f64)> = (results.iter())
+            .filter(|r| r.workload == *workload)
+            .map(|r| (r.imp, r.threads, r.ops_per_s() / 1e3))
+            .collect();
+        let caption = match workload {
+            Workload::Set => "redis set: SET per op, one shared connection",
+            Workload::List => "redis list: DEL + LPUSH x20 + LRANGE per op, one shared connection",
+        };
+        let chart = OpsChart {
+            caption,
+            unit: "thousand ops/s (all callers)",
+            x_desc: "caller threads (tasks for wheel-async, tokio)",
+        };
+        chart.draw(area, &points)?;
+    }
+    root.present()
+}
+
+/// A line per implementation of throughput against thread count.
+struct OpsChart {
+    caption: &'static str,
+    unit: &'static str,
+    x_desc: &'static str,
+}
+
+impl OpsChart {
+    /// `points`: (implementation, threads, throughput in `unit`).
+    fn draw(
+        &self,
+        area: &DrawingArea<SVGBackend<'_>, Shift>,
+        points: &[(Impl, usize, f64)],
+    ) -> Result<(), PlotError> {
+        let max_threads = points.iter().map(|p| p.1).max().unwrap_or(1);
+        let peak = points.iter().map(|p| p.2).fold(0.1, f64::max);
+        let mut chart = ChartBuilder::on(area)
+            .caption(self.caption, ("sans-serif", 22))
+            .margin(14)
+            .x_label_area_size(40)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0..max_threads + max_threads / 10 + 1, 0.0..peak * HEADROOM)?;
+        chart
+            .configure_mesh()
+            .x_labels(12)
+            .x_desc(self.x_desc)
+            .y_desc(self.unit)
+            .draw()?;
+        for imp in Impl::ALL {
+            let mut line: Vec<(usize, f64)> = (points.iter())
+                .filter(|p| p.0 == imp)
+                .map(|p| (p.1, p.2))
+                .collect();
+            if line.is_empty() {
+                continue;
+            }
+            line.sort_by_key(|p| p.0);
+            chart
+                .draw_series(LineSeries::new(line, color(imp).stroke_width(2)).point_size(4))?
+                .label(imp.name())
+                .legend(legend(imp));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()
+    }
 }

@@ -2,7 +2,7 @@
 //! parent asks for it only when its stderr is a terminal, so logs stay clean.
 
 use std::io::{self, Write};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
@@ -54,3 +54,9 @@ impl Drop for ProgressLine {
         }
     }
 }
+
+/// A count one thread publishes for the progress line, on a cache line of
+/// its own so that threads publishing do not contend.
+#[derive(Default)]
+#[repr(align(128))]
+pub struct Published(pub AtomicU64);

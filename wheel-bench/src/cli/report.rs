@@ -3,9 +3,9 @@
 
 use core::fmt::Write as _;
 
-use super::args::DelayArgs;
+use super::args::{DelayArgs, Workload};
 use super::impls::Impl;
-use super::outcome::{DelayOutcome, TimeoutsOutcome};
+use super::outcome::{DelayOutcome, RedisOutcome, TimeoutsOutcome};
 
 /// One implementation's `delay` run.
 #[derive(Clone, Debug)]
@@ -39,6 +39,35 @@ impl TimeoutsResult {
     /// schedule + cancel pairs per second, all threads together.
     pub fn ops_per_s(&self) -> f64 {
         self.outcome.ops as f64 / (self.outcome.elapsed_ns.max(1) as f64 / 1e9)
+    }
+}
+
+/// One mechanism's `redis` run at one caller count and workload.
+#[derive(Clone, Debug)]
+pub struct RedisResult {
+    /// Which timeout mechanism.
+    pub imp: Impl,
+    /// Callers sharing the connection.
+    pub threads: usize,
+    /// What each caller looped.
+    pub workload: Workload,
+    /// What the child saw.
+    pub outcome: RedisOutcome,
+    /// The child's CPU seconds.
+    pub cpu_s: f64,
+    /// The child's peak RSS.
+    pub peak_rss_kib: u64,
+}
+
+impl RedisResult {
+    /// Workload loops per second, all callers together.
+    pub fn ops_per_s(&self) -> f64 {
+        self.outcome.ops as f64 / (self.outcome.elapsed_ns.max(1) as f64 / 1e9)
+    }
+
+    /// CPU time the client spent per command sent.
+    pub fn cpu_us_per_command(&self) -> f64 {
+        1e6 * self.cpu_s / self.outcome.commands.max(1) as f64
     }
 }
 
@@ -88,6 +117,20 @@ const TIMEOUTS_COLUMNS: [Column; 7] = [
     col("ops/s", "ops_per_s"),
     col("ns/op", "ns_per_op"),
     col("vs heap", "ratio_to_heap"),
+    col("CPU s", "cpu_s"),
+    col("peak RSS MiB", "peak_rss_mib"),
+];
+
+const REDIS_COLUMNS: [Column; 11] = [
+    col("impl", "impl"),
+    col("threads", "threads"),
+    col("workload", "workload"),
+    col("ops/s", "ops_per_s"),
+    col("p50 ms", "p50_ms"),
+    col("p99 ms", "p99_ms"),
+    col("p99.9 ms", "p999_ms"),
+    col("timeouts", "timeouts_fired"),
+    col("errors", "errors"),
     col("CPU s", "cpu_s"),
     col("peak RSS MiB", "peak_rss_mib"),
 ];
@@ -162,6 +205,34 @@ pub fn timeouts_table(results: &[TimeoutsResult]) -> Table {
         .collect();
     Table {
         columns: &TIMEOUTS_COLUMNS,
+        rows,
+    }
+}
+
+/// The `redis` table: one row per mechanism, caller count and workload.
+pub fn redis_table(results: &[RedisResult]) -> Table {
+    let ms = |ns: u64| Value::Num(ns as f64 / 1e6, 3);
+    let rows = results
+        .iter()
+        .map(|r| {
+            let latency = &r.outcome.latency;
+            vec![
+                Value::Text(r.imp.name().to_owned()),
+                Value::Int(r.threads as u64),
+                Value::Text(r.workload.name().to_owned()),
+                Value::Num(r.ops_per_s(), 0),
+                ms(latency.quantile_ns(0.50)),
+                ms(latency.quantile_ns(0.99)),
+                ms(latency.quantile_ns(0.999)),
+                Value::Int(r.outcome.timeouts_fired),
+                Value::Int(r.outcome.errors),
+                Value::Num(r.cpu_s, 2),
+                Value::Num(mib(r.peak_rss_kib), 1),
+            ]
+        })
+        .collect();
+    Table {
+        columns: &REDIS_COLUMNS,
         rows,
     }
 }
@@ -354,6 +425,66 @@ mod tests {
         );
         assert!(lines[2].contains(r#""ratio_to_heap":null"#), "{}", lines[2]);
         assert!(table.render().lines().nth(3).unwrap().contains(" - "));
+    }
+
+    #[test]
+    fn redis_rows_have_the_issues_keys() {
+        let mut counts = vec![0; BUCKETS];
+        counts[bucket_of(1_000_000)] = 99;
+        counts[bucket_of(4_000_000)] = 1;
+        let result = RedisResult {
+            imp: Impl::Executor2,
+            threads: 50,
+            workload: Workload::List,
+            outcome: RedisOutcome {
+                ops: 200,
+                commands: 600,
+                elapsed_ns: 2_000_000_000,
+                cpu_ns: 300_000_000,
+                latency: Lateness {
+                    counts,
+                    max_ns: 4_000_000,
+                },
+                timeouts_fired: 5,
+                errors: 0,
+            },
+            cpu_s: 0.3,
+            peak_rss_kib: 10 * 1024,
+        };
+        assert_eq!(result.cpu_us_per_command(), 500.0);
+        let json = redis_table(&[result]).json_lines();
+        let keys: Vec<&str> = (json.trim().trim_matches(['{', '}']).split(','))
+            .map(|kv| kv.split(':').next().unwrap().trim_matches('"'))
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "impl",
+                "threads",
+                "workload",
+                "ops_per_s",
+                "p50_ms",
+                "p99_ms",
+                "p999_ms",
+                "timeouts_fired",
+                "errors",
+                "cpu_s",
+                "peak_rss_mib"
+            ]
+        );
+        for field in [
+            r#""impl":"executor-2""#,
+            r#""workload":"list""#,
+            r#""ops_per_s":100"#,
+            // 1 ms rounded up to its bucket's top.
+            r#""p50_ms":1.016"#,
+            r#""p99_ms":1.016"#,
+            r#""p999_ms":4.000"#,
+            r#""timeouts_fired":5"#,
+            r#""errors":0"#,
+        ] {
+            assert!(json.contains(field), "{field} not in {json}");
+        }
     }
 
     #[test]

@@ -16,7 +16,7 @@ use super::args::TimeoutsArgs;
 use super::child;
 use super::impls::Impl;
 use super::outcome::TimeoutsOutcome;
-use super::progress::ProgressLine;
+use super::progress::{ProgressLine, Published};
 use super::RunError;
 use wheel_bench::peers::HeapScheduler;
 
@@ -99,6 +99,10 @@ pub fn run(args: &TimeoutsArgs, imp: Impl, progress: bool) -> Result<TimeoutsOut
                 })
             })
         }
+        Impl::None | Impl::Executor2 | Impl::Executor8 => Err(RunError::NotIn {
+            imp,
+            experiment: "timeouts",
+        }),
         Impl::WheelAsync => {
             let service = TimerService::builder().build()?;
             bench.drive(|lane| {
@@ -194,8 +198,3 @@ impl Lane<'_> {
         Ok(ops)
     }
 }
-
-/// A count on a cache line of its own, so threads publishing do not contend.
-#[derive(Default)]
-#[repr(align(128))]
-struct Published(AtomicU64);

@@ -1,7 +1,15 @@
-//! The `heap` peer of the threaded benchmarks: what a scheduled executor is. One scheduler thread waits on
-//! a `Condvar` for the earliest deadline in a `Mutex<BinaryHeap>` and runs due
-//! tasks one at a time; cancel is lazy (a flag; the entry stays until its
-//! deadline), as in Java's `ScheduledThreadPoolExecutor`.
+//! The `heap` peer of the threaded benchmarks: what a scheduled executor is.
+//! Worker threads share a `Mutex<BinaryHeap>` and one `Condvar`; cancel is
+//! lazy (a flag; the entry stays until its deadline and is then taken and
+//! skipped), as in Java's `ScheduledThreadPoolExecutor` with its default
+//! `removeOnCancel = false`.
+//!
+//! With several workers they take turns as in that executor's
+//! `DelayedWorkQueue`, leader and followers: one worker (the leader) waits
+//! for the earliest deadline, the others wait for anything. A worker that
+//! takes a due entry leaves the lead, and wakes a follower to take it up if
+//! entries remain; a new earliest entry also deposes the leader and wakes
+//! one. With one worker that is the plain scheduler thread.
 
 use std::cmp::Ordering as CmpOrdering;
 use std::collections::binary_heap::PeekMut;
@@ -48,6 +56,11 @@ struct Queue {
     heap: BinaryHeap<Entry>,
     next_seq: u64,
     shutdown: bool,
+    /// The worker waiting for the earliest deadline.
+    leader: Option<usize>,
+    /// Workers waiting on the `Condvar`, leader included: a notify with none
+    /// is skipped, since it would be a futex call per entry for nothing.
+    waiting: usize,
 }
 
 #[derive(Default)]
@@ -91,7 +104,8 @@ impl HeapHandle {
     }
 }
 
-/// A single-threaded scheduled executor over a binary heap.
+/// A scheduled executor over a binary heap: one worker thread by default,
+/// or [`HeapScheduler::with_workers`].
 ///
 /// # Examples
 /// ```
@@ -106,7 +120,7 @@ impl HeapHandle {
 /// ```
 pub struct HeapScheduler {
     shared: Arc<Shared>,
-    thread: Option<JoinHandle<()>>,
+    threads: Vec<JoinHandle<()>>,
 }
 
 impl HeapScheduler {
@@ -118,15 +132,45 @@ impl HeapScheduler {
     /// # drop(heap);
     /// ```
     pub fn new() -> io::Result<HeapScheduler> {
-        let shared = Arc::new(Shared::default());
-        let worker = Arc::clone(&shared);
-        let thread = thread::Builder::new()
-            .name("heap-scheduler".into())
-            .spawn(move || run(&worker))?;
-        Ok(HeapScheduler {
-            shared,
-            thread: Some(thread),
-        })
+        HeapScheduler::with_workers(1)
+    }
+
+    /// Starts `workers` threads (at least one) that take turns waiting for
+    /// the earliest deadline and run due tasks: the shape of Java's
+    /// `ScheduledThreadPoolExecutor(workers)`.
+    ///
+    /// # Errors
+    /// If a thread cannot be started (those already started are stopped).
+    ///
+    /// # Examples
+    /// ```
+    /// use std::sync::mpsc;
+    /// use std::time::Instant;
+    ///
+    /// let pool = wheel_bench::peers::HeapScheduler::with_workers(4).unwrap();
+    /// let (tx, rx) = mpsc::channel();
+    /// for i in 0..8 {
+    ///     let tx = tx.clone();
+    ///     pool.schedule_at(Instant::now(), move || tx.send(i).unwrap());
+    /// }
+    /// let mut ran: Vec<i32> = rx.iter().take(8).collect();
+    /// ran.sort();
+    /// assert_eq!(ran, (0..8).collect::<Vec<_>>());
+    /// ```
+    pub fn with_workers(workers: usize) -> io::Result<HeapScheduler> {
+        let mut scheduler = HeapScheduler {
+            shared: Arc::new(Shared::default()),
+            threads: Vec::new(),
+        };
+        for i in 0..workers.max(1) {
+            let worker = Arc::clone(&scheduler.shared);
+            // On error `scheduler` drops here and stops the started ones.
+            let thread = thread::Builder::new()
+                .name(format!("heap-scheduler-{i}"))
+                .spawn(move || run(&worker, i))?;
+            scheduler.threads.push(thread);
+        }
+        Ok(scheduler)
     }
 
     /// Runs `task` on the scheduler thread at `deadline`.
@@ -168,10 +212,14 @@ impl HeapScheduler {
             cancelled,
             task,
         });
-        // Only a new earliest deadline changes how long the thread must sleep.
+        // Only a new earliest deadline changes how long the leader must sleep.
         let earliest = queue.heap.peek().is_some_and(|e| e.seq == seq);
-        drop(queue);
         if earliest {
+            queue.leader = None;
+        }
+        let wake = earliest && queue.waiting > 0;
+        drop(queue);
+        if wake {
             self.shared.changed.notify_one();
         }
     }
@@ -180,15 +228,16 @@ impl HeapScheduler {
 impl Drop for HeapScheduler {
     fn drop(&mut self) {
         self.shared.lock().shutdown = true;
-        self.shared.changed.notify_one();
-        if let Some(thread) = self.thread.take() {
+        self.shared.changed.notify_all();
+        for thread in self.threads.drain(..) {
             // A task's panic already went to stderr; nothing more to report.
             let _ = thread.join();
         }
     }
 }
 
-fn run(shared: &Shared) {
+/// One worker: `DelayedWorkQueue.take()` and run, until shutdown.
+fn run(shared: &Shared, me: usize) {
     let mut queue = shared.lock();
     while !queue.shutdown {
         let now = Instant::now();
@@ -196,21 +245,38 @@ fn run(shared: &Shared) {
             .filter(|top| top.deadline <= now)
             .map(PeekMut::pop);
         if let Some(entry) = due {
+            // Someone must wait for the next deadline while this one runs.
+            let wake = queue.leader.is_none() && !queue.heap.is_empty() && queue.waiting > 0;
             drop(queue);
+            if wake {
+                shared.changed.notify_one();
+            }
             if !entry.cancelled.is_some_and(|c| c.load(Ordering::Relaxed)) {
                 (entry.task)();
             }
             queue = shared.lock();
             continue;
         }
-        let wait = queue.heap.peek().map(|e| e.deadline - now);
-        queue = match wait {
+        let lead = match queue.heap.peek() {
+            Some(e) if queue.leader.is_none() => Some(e.deadline - now),
+            _ => None,
+        };
+        queue.waiting += 1;
+        queue = match lead {
             None => (shared.changed.wait(queue)).unwrap_or_else(PoisonError::into_inner),
             Some(timeout) => {
+                queue.leader = Some(me);
                 let waited = shared.changed.wait_timeout(queue, timeout);
-                waited.unwrap_or_else(PoisonError::into_inner).0
+                let mut queue = waited.unwrap_or_else(PoisonError::into_inner).0;
+                // Unless deposed meanwhile (a new earliest entry), this worker
+                // now takes what is due or competes for the lead again.
+                if queue.leader == Some(me) {
+                    queue.leader = None;
+                }
+                queue
             }
         };
+        queue.waiting -= 1;
     }
 }
 
@@ -244,5 +310,35 @@ mod tests {
         assert!(fired[3].1 >= now + Duration::from_millis(30));
         drop(heap);
         assert!(rx.try_recv().is_err(), "the cancelled task ran");
+    }
+
+    #[test]
+    fn workers_take_turns_so_a_blocked_task_does_not_stop_the_rest() {
+        let pool = HeapScheduler::with_workers(2).unwrap();
+        let (release, blocked) = mpsc::channel::<()>();
+        let (tx, rx) = mpsc::channel();
+        let now = Instant::now();
+        // The first task holds its worker until the last one has run, which
+        // only the other worker, taking over the lead, can do.
+        let done = tx.clone();
+        pool.schedule_at(now, move || {
+            blocked.recv().unwrap();
+            done.send(0).unwrap();
+        });
+        for id in 1..=20 {
+            let tx = tx.clone();
+            let release = release.clone();
+            let at = now + Duration::from_millis(2 * id);
+            pool.schedule_at(at, move || {
+                assert!(Instant::now() >= at, "task {id} ran early");
+                tx.send(id).unwrap();
+                if id == 20 {
+                    release.send(()).unwrap();
+                }
+            });
+        }
+        drop(tx);
+        let ran: Vec<u64> = rx.iter().take(21).collect();
+        assert_eq!(ran, (1..=20).chain([0]).collect::<Vec<_>>());
     }
 }
