@@ -141,6 +141,13 @@ impl Builder {
     /// Without an executor, callbacks run on the driver thread, one after
     /// another: they must be short, since every other timer waits for them.
     ///
+    /// `executor` itself is called on the driver thread, so it must not
+    /// block: hand the callback to a pool's spawn or an unbounded queue,
+    /// not to a bounded channel that may be full. For the same reason a
+    /// callback running on the executor must not shut the service down or
+    /// drop its last handle while the driver may be blocked handing it
+    /// work: that joins the driver.
+    ///
     /// # Examples
     /// ```
     /// use std::sync::mpsc;

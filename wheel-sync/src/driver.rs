@@ -56,11 +56,13 @@
 use core::fmt;
 use core::task::Waker;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use crate::caught::drop_payload;
 use std::time::{Duration, Instant};
 
 use wheel_core::{BucketWheel, Wheel};
 
-use crate::entry::{EntryRef, SLOT_OUT};
+use crate::entry::{EntryRef, CANCELLED, SLOT_OUT};
 use crate::job::Job;
 use crate::parked;
 use crate::queue::Consumer;
@@ -192,10 +194,14 @@ impl Driver {
                 woken = self.round(woken);
             }
         }));
-        if rounds.is_err() {
+        if let Err(payload) = rounds {
+            drop_payload(payload);
             self.shared.begin_shutdown();
         }
-        catch_unwind(AssertUnwindSafe(|| self.abandon_all())).unwrap_or(0)
+        catch_unwind(AssertUnwindSafe(|| self.abandon_all())).unwrap_or_else(|payload| {
+            drop_payload(payload);
+            0
+        })
     }
 
     /// One round: files a batch of submissions, fires what is due (at most
@@ -211,7 +217,11 @@ impl Driver {
         let manual_ns = self.shared.clock.manual_ns();
         let mut filed = self.file_submissions(BATCH);
         let now = self.shared.clock.now();
-        if now.saturating_duration_since(self.last_sweep) >= parked::SWEEP_EVERY
+        // A manual clock sweeps every round: its time jumps, so a timer
+        // parked just before an `advance` may be due in the very round
+        // `advance` waits for.
+        if manual_ns.is_some()
+            || now.saturating_duration_since(self.last_sweep) >= parked::SWEEP_EVERY
             || self.shared.sweep_asked()
         {
             filed += self.sweep(now);
@@ -410,8 +420,9 @@ impl Driver {
     ///
     /// A producer that saw no flag is counted in `pending`, and its message
     /// comes however late its thread writes it; the wait gives up only
-    /// after [`SHUTDOWN_PATIENCE`] without a single timer coming in, which
-    /// only a lost count (a bug) could cause.
+    /// after [`SHUTDOWN_PATIENCE`] without a single timer coming in (a
+    /// producer descheduled that long, or a lost count, a bug), napping
+    /// between looks once a few yields have not been enough.
     pub(crate) fn abandon_all(&mut self) -> usize {
         // The driver's half of the handshake: its own store of the flag,
         // before the fence, is what a producer after it is sure to see.
@@ -419,6 +430,7 @@ impl Driver {
         fence(Ordering::SeqCst);
         let mut unfired = 0;
         let mut patience = Instant::now() + SHUTDOWN_PATIENCE;
+        let mut looks = 0;
         loop {
             self.shared.relay.wake_handed();
             self.sweep(self.shared.clock.now());
@@ -430,8 +442,14 @@ impl Driver {
             }
             if abandoned > 0 {
                 patience = Instant::now() + SHUTDOWN_PATIENCE;
+                looks = 0;
             }
-            thread::yield_now();
+            looks += 1;
+            if looks <= STALL_YIELDS {
+                thread::yield_now();
+            } else {
+                thread::park_timeout(STALL_NAP);
+            }
         }
         self.shared.unfired.store(unfired, Ordering::Release);
         unfired
@@ -442,11 +460,15 @@ impl Driver {
         let shared = &*self.shared;
         let mut unfired = 0;
         let mut panicked = 0;
+        let mut cancelled = 0;
         for expired in self.wheel.drain() {
             let entry = expired.value;
             entry.set_slot(SLOT_OUT);
             let (abandoned, panic) = shared.abandon(&entry);
             unfired += usize::from(abandoned);
+            // Cancelled while filed, its message not yet seen: it is
+            // counted here, as its message, filed later, finds it out.
+            cancelled += u64::from(!abandoned && entry.state() == CANCELLED);
             panicked += u64::from(panic);
         }
         for (_, job) in self.jobs.drain() {
@@ -455,6 +477,7 @@ impl Driver {
             unfired += 1;
         }
         DriverStats::bump(&shared.stats.panicked, panicked);
+        DriverStats::bump(&shared.stats.cancelled, cancelled);
         unfired
     }
 }

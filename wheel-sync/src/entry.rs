@@ -20,11 +20,11 @@
 //!   driver's wheel. Producers never read it; it is atomic only so that the
 //!   entry is `Sync` without `unsafe`.
 
+use crate::caught::{drop_caught, run_caught};
 use core::alloc::Layout;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
 use core::task::Waker;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::entry_cache;
 use crate::executor::Executor;
@@ -502,11 +502,6 @@ impl<F> Callback<F> {
     }
 }
 
-/// Drops `value`, catching a panic from its drop; `false` if there was one.
-pub(crate) fn drop_caught<T>(value: T) -> bool {
-    catch_unwind(AssertUnwindSafe(move || drop(value))).is_ok()
-}
-
 // SAFETY: the cell is touched through `&self` only by `take`, which one
 // thread calls at most once (the winner of the entry's one move out of
 // `PENDING`, ordered by that compare-exchange), and otherwise only when
@@ -533,7 +528,7 @@ impl<F: FnOnce() + Send + 'static> Action for Callback<F> {
         };
         match firing.executor {
             Some(executor) => executor.hand(f),
-            None => catch_unwind(AssertUnwindSafe(f)).is_ok(),
+            None => run_caught(f),
         }
     }
 
@@ -598,8 +593,7 @@ impl Action for Wake {
     unsafe fn abandon(&self) -> bool {
         // At shutdown: a waker that panics must not stop the driver from
         // abandoning the other timers (nor a racing producer's schedule).
-        self.take()
-            .is_none_or(|waker| catch_unwind(AssertUnwindSafe(|| waker.wake())).is_ok())
+        self.take().is_none_or(|waker| run_caught(|| waker.wake()))
     }
 }
 

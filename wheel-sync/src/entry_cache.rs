@@ -15,14 +15,16 @@
 //! - The driver frees the entries that reached its wheel, which its own
 //!   thread never makes: it marks itself ([`give_to_depot`]) and gives its
 //!   blocks to a process-wide depot under a lock, where a thread whose own
-//!   list is empty looks before it allocates. The lock is taken once per
-//!   block that changes threads, not per timer.
+//!   list is empty looks before it allocates. A count beside the depot
+//!   (a hint, read without the lock) keeps a thread from taking the lock
+//!   for a depot that is empty.
 //! - Under loom, whose model threads share one OS thread, nothing is kept.
 
 use core::alloc::Layout;
 use core::cell::{Cell, RefCell};
 use core::ptr::NonNull;
 use std::alloc::{alloc, dealloc, handle_alloc_error};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// The largest block kept.
@@ -78,6 +80,9 @@ static DEPOT: Mutex<Depot> = Mutex::new(Depot {
     blocks: [const { Vec::new() }; SIZES],
 });
 
+/// Blocks in the depot, as of its last change: only ever a hint.
+static DEPOT_BLOCKS: AtomicUsize = AtomicUsize::new(0);
+
 /// Marks this thread as a driver: what it frees goes to the depot.
 pub(crate) fn give_to_depot() {
     let _ = TO_DEPOT.try_with(|to_depot| to_depot.set(true));
@@ -114,7 +119,14 @@ pub(crate) fn take(layout: Layout) -> NonNull<u8> {
             .try_with(|cache| cache.borrow_mut().blocks[class].pop())
             .ok()
             .flatten()
-            .or_else(|| depot().blocks[class].pop().map(|block| block.0))
+            .or_else(|| {
+                if DEPOT_BLOCKS.load(Ordering::Relaxed) == 0 {
+                    return None;
+                }
+                let block = depot().blocks[class].pop()?;
+                DEPOT_BLOCKS.fetch_sub(1, Ordering::Relaxed);
+                Some(block.0)
+            })
     });
     kept.unwrap_or_else(|| {
         // SAFETY: `layout` is not zero-sized (an entry has a header).
@@ -136,6 +148,7 @@ pub(crate) unsafe fn give(block: NonNull<u8>, layout: Layout) {
             let room = blocks.len() < DEPOT_PER_SIZE;
             if room {
                 blocks.push(SendBlock(block));
+                DEPOT_BLOCKS.fetch_add(1, Ordering::Relaxed);
             }
             return room;
         }

@@ -7,9 +7,8 @@
 //! of the executor's own is caught on the driver and counted.
 
 use core::fmt;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use crate::entry::drop_caught;
+use crate::caught::{drop_caught, run_caught};
 use crate::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -55,7 +54,7 @@ impl Executor {
             counts: Arc::clone(&self.counts),
         };
         let task: Task = Box::new(move || handed.run());
-        catch_unwind(AssertUnwindSafe(|| run(task))).is_ok()
+        run_caught(|| run(task))
     }
 }
 
@@ -84,7 +83,7 @@ struct Handed<F> {
 impl<F: FnOnce()> Handed<F> {
     fn run(mut self) {
         if let Some(f) = self.f.take() {
-            if catch_unwind(AssertUnwindSafe(f)).is_err() {
+            if !run_caught(f) {
                 self.counts.panicked.fetch_add(1, Ordering::Relaxed);
             }
         }

@@ -11,10 +11,10 @@
 //! stored. Scheduling such a callback allocates nothing, and the driver
 //! frees nothing when it fires.
 
+use crate::caught::run_caught;
 use core::fmt;
 use core::marker::PhantomData;
 use core::mem::{self, ManuallyDrop, MaybeUninit};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// The inline storage: two words, word-aligned.
 type Words = MaybeUninit<[usize; 2]>;
@@ -102,7 +102,7 @@ impl Job {
 
     /// Calls the closure; returns `false` if it panicked (the panic is caught).
     pub(crate) fn run(self) -> bool {
-        catch_unwind(AssertUnwindSafe(|| self.call())).is_ok()
+        run_caught(|| self.call())
     }
 
     /// Calls the closure, letting a panic through (for a caller that
@@ -124,7 +124,7 @@ impl Job {
         let drop = this.table.drop;
         let words: *mut Words = &mut this.words;
         // SAFETY: as in `call`, for the drop.
-        catch_unwind(AssertUnwindSafe(|| unsafe { drop(words) })).is_ok()
+        run_caught(|| unsafe { drop(words) })
     }
 }
 
@@ -137,7 +137,7 @@ impl Drop for Job {
         let words: *mut Words = &mut self.words;
         // SAFETY: a job that is dropped was never run or discarded (both
         // forget it), so its words still hold the closure.
-        let _ = catch_unwind(AssertUnwindSafe(|| unsafe { drop(words) }));
+        run_caught(|| unsafe { drop(words) });
     }
 }
 

@@ -166,6 +166,7 @@
 #![warn(missing_docs)]
 
 mod builder;
+mod caught;
 mod clock;
 pub mod delay_queue;
 mod driver;

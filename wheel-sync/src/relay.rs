@@ -22,8 +22,8 @@
 //!   counted and the panic caught: it neither stops the driver nor fails
 //!   the task whose poll took the batch, and the rest are still woken.
 
+use crate::caught::run_caught;
 use core::task::Waker;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crossbeam_utils::CachePadded;
 
@@ -104,7 +104,7 @@ impl Relay {
 
     /// Wakes `waker`, catching and counting a panic.
     fn wake(&self, waker: Waker) {
-        if catch_unwind(AssertUnwindSafe(|| waker.wake())).is_err() {
+        if !run_caught(|| waker.wake()) {
             self.panicked.fetch_add(1, Ordering::Relaxed);
         }
     }

@@ -169,7 +169,12 @@ impl Sleep {
             match self.entry.rearm_from(from, tick) {
                 Ok(must_push) => break must_push,
                 // Abandoned at shutdown (poll reports it), or cancelled.
-                Err(ABANDONED | CANCELLED) => return,
+                Err(ABANDONED | CANCELLED) => {
+                    if from == FIRED {
+                        shared.release(); // counted in above, never armed
+                    }
+                    return;
+                }
                 // Fired meanwhile: count it in again, then arm it.
                 Err(_) => {
                     if from == FIRED {

@@ -140,3 +140,43 @@ fn panics_on_every_path_add_up_in_stats() {
     assert!(wait_until(PATIENCE, || timers.stats().panicked == 20));
     assert_driver_alive(&timers);
 }
+
+/// Panics with a payload that panics as it is dropped.
+fn panic_with_a_bomb() {
+    std::panic::panic_any(Bomb);
+}
+
+#[test]
+fn a_panic_whose_payload_panics_on_drop_is_caught_too() {
+    let timers = TimerService::new();
+    timers.schedule(Duration::ZERO, panic_with_a_bomb).unwrap();
+    timers
+        .schedule_detached(Duration::ZERO, panic_with_a_bomb)
+        .unwrap();
+    let bomb = Bomb;
+    timers.schedule(HOUR, move || drop(bomb)).unwrap().cancel();
+    assert!(wait_until(PATIENCE, || timers.stats().panicked == 3));
+    assert_driver_alive(&timers);
+    let pending = timers.sleep(HOUR);
+    assert_eq!(timers.shutdown().unwrap().unfired, 1);
+    assert!(pending.is_shut_down());
+}
+
+#[test]
+fn a_waker_whose_wake_panics_with_such_a_payload_is_caught() {
+    struct BombOnWake;
+    impl std::task::Wake for BombOnWake {
+        fn wake(self: Arc<Self>) {
+            panic_with_a_bomb();
+        }
+    }
+    let timers = TimerService::new();
+    let waker = Waker::from(Arc::new(BombOnWake));
+    let mut sleep = Box::pin(timers.sleep(Duration::from_millis(1)));
+    assert!(sleep
+        .as_mut()
+        .poll(&mut Context::from_waker(&waker))
+        .is_pending());
+    assert!(wait_until(PATIENCE, || timers.stats().panicked == 1));
+    assert_driver_alive(&timers);
+}

@@ -148,7 +148,8 @@ impl Driver {
         let shared = &*self.shared;
         let mut advance = self.jobs.advance(tick);
         while count.taken < BATCH {
-            self.job_batch.extend(advance.by_ref().take(FIRE_BATCH));
+            self.job_batch
+                .extend(advance.by_ref().take(FIRE_BATCH.min(BATCH - count.taken)));
             if self.job_batch.is_empty() {
                 break;
             }
@@ -180,7 +181,7 @@ impl Driver {
         let mut advance = self.wheel.advance(tick);
         while count.taken < BATCH {
             self.batch.extend(
-                (advance.by_ref().take(FIRE_BATCH))
+                (advance.by_ref().take(FIRE_BATCH.min(BATCH - count.taken)))
                     .map(|expired| (expired.value, expired.deadline, 0)),
             );
             if self.batch.is_empty() {

@@ -1,0 +1,55 @@
+//! Running user code so that its panic stops here: the one way the crate
+//! catches a panic.
+//!
+//! A caught panic's payload is user code too: `panic_any(value)` makes the
+//! payload `value`, whose drop may itself panic, and dropping the `Err` of
+//! a `catch_unwind` outside any catch would unwind into the driver after
+//! all. So the payload is dropped under a catch of its own, and forgotten
+//! (leaked) should that drop panic again.
+
+use core::any::Any;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// Runs `f`, catching its panic; `false` if it panicked.
+pub(crate) fn run_caught(f: impl FnOnce()) -> bool {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(()) => true,
+        Err(payload) => {
+            drop_payload(payload);
+            false
+        }
+    }
+}
+
+/// Drops `value`, catching a panic from its drop; `false` if there was one.
+pub(crate) fn drop_caught<T>(value: T) -> bool {
+    run_caught(move || drop(value))
+}
+
+/// Drops a caught panic's payload without letting its drop unwind.
+pub(crate) fn drop_payload(payload: Box<dyn Any + Send>) {
+    if let Err(again) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
+        core::mem::forget(again);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// Panics as it is dropped.
+    struct Bomb;
+
+    impl Drop for Bomb {
+        fn drop(&mut self) {
+            panic!("a payload that panics on drop");
+        }
+    }
+
+    #[test]
+    fn a_payload_that_panics_on_drop_does_not_unwind_past_the_catch() {
+        assert!(!run_caught(|| std::panic::panic_any(Bomb)));
+        assert!(!drop_caught(Bomb));
+        assert!(run_caught(|| ()));
+    }
+}
