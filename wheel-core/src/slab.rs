@@ -237,8 +237,9 @@ pub struct ArrayStorage<T, const N: usize> {
     used: usize,
 }
 
-impl<T, const N: usize> Default for ArrayStorage<T, N> {
-    fn default() -> Self {
+impl<T, const N: usize> ArrayStorage<T, N> {
+    /// Room for `N` timers, none used; `const` so that a wheel can be a `static`.
+    pub(crate) const fn new() -> Self {
         const {
             assert!(
                 N < (NIL - 1) as usize,
@@ -247,12 +248,20 @@ impl<T, const N: usize> Default for ArrayStorage<T, N> {
         };
         Self {
             links: [Link::UNUSED; N],
-            entries: core::array::from_fn(|_| Entry::Vacant {
-                generation: 0,
-                next_free: NIL,
-            }),
+            entries: [const {
+                Entry::Vacant {
+                    generation: 0,
+                    next_free: NIL,
+                }
+            }; N],
             used: 0,
         }
+    }
+}
+
+impl<T, const N: usize> Default for ArrayStorage<T, N> {
+    fn default() -> Self {
+        Self::new()
     }
 }
 
@@ -298,8 +307,8 @@ pub(crate) struct Slab<T, S> {
     _marker: core::marker::PhantomData<T>,
 }
 
-impl<T, S: Storage<T>> Slab<T, S> {
-    pub(crate) fn new(storage: S) -> Self {
+impl<T, S> Slab<T, S> {
+    pub(crate) const fn new(storage: S) -> Self {
         Self {
             storage,
             free_head: NIL,
@@ -307,7 +316,9 @@ impl<T, S: Storage<T>> Slab<T, S> {
             _marker: core::marker::PhantomData,
         }
     }
+}
 
+impl<T, S: Storage<T>> Slab<T, S> {
     #[inline]
     pub(crate) fn len(&self) -> usize {
         self.len as usize

@@ -177,15 +177,16 @@ impl<T, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, VecStorage<T>, SL
 }
 
 impl<T, const N: usize> TimerWheel<T, ArrayStorage<T, N>> {
-    /// An empty fixed wheel whose clock starts at tick 0.
+    /// An empty fixed wheel whose clock starts at tick 0. `const`, so a
+    /// wheel can be a `static`.
     ///
     /// # Examples
     /// ```
     /// let wheel = wheel_core::FixedWheel::<u8, 16>::new();
     /// assert_eq!(wheel.capacity(), 16);
     /// ```
-    pub fn new() -> Self {
-        Self::with_geometry(0)
+    pub const fn new() -> Self {
+        Self::fixed(0)
     }
 
     /// An empty fixed wheel whose clock starts at `now`.
@@ -195,8 +196,24 @@ impl<T, const N: usize> TimerWheel<T, ArrayStorage<T, N>> {
     /// let wheel = wheel_core::FixedWheel::<u8, 16>::starting_at(42);
     /// assert_eq!(wheel.now(), 42);
     /// ```
-    pub fn starting_at(now: u64) -> Self {
-        Self::with_geometry(now)
+    pub const fn starting_at(now: u64) -> Self {
+        Self::fixed(now)
+    }
+}
+
+impl<T, const N: usize, const SLOTS: usize, const LEVELS: usize>
+    TimerWheel<T, ArrayStorage<T, N>, SLOTS, LEVELS>
+{
+    /// An empty fixed wheel of any geometry at `now`, in a `const` context.
+    pub(crate) const fn fixed(now: u64) -> Self {
+        let () = Geometry::<SLOTS, LEVELS>::CHECK;
+        Self {
+            now,
+            lists: Lists::EMPTY,
+            due_cursor: 0,
+            stage: Stage::NONE,
+            slab: Slab::new(ArrayStorage::new()),
+        }
     }
 }
 
@@ -233,7 +250,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
             now,
             lists: Lists::EMPTY,
             due_cursor: 0,
-            stage: Stage::default(),
+            stage: Stage::NONE,
             slab: Slab::new(storage),
         }
     }
