@@ -108,6 +108,14 @@
 //! linked list through its slab; it keeps promises 1–6 above. With 4M
 //! timers of 0.5–15 s and 24-byte values it took them out about 4× faster
 //! than [`Wheel`], at 32 bytes a timer instead of 48.
+//!
+//! # A timer queue for an async executor
+//!
+//! [`WakerQueue<N>`] is the queue an embedded executor's time driver keeps
+//! (embassy's contract: `schedule_wake` on each pending poll,
+//! `next_expiration` when the alarm fires): one entry per task at its
+//! earliest deadline, O(1) amortised per call where a scanning queue pays
+//! for every entry, no allocation, `const fn new` for a `static`.
 #![no_std]
 #![forbid(unsafe_code)]
 #![warn(clippy::std_instead_of_core, clippy::alloc_instead_of_core)]
@@ -121,6 +129,7 @@ mod error;
 mod level;
 mod slab;
 mod stage;
+mod waker_queue;
 mod wheel;
 
 #[cfg(feature = "alloc")]
@@ -129,6 +138,7 @@ pub use error::Full;
 #[cfg(feature = "alloc")]
 pub use slab::VecStorage;
 pub use slab::{ArrayStorage, Storage, TimerId};
+pub use waker_queue::WakerQueue;
 #[cfg(feature = "alloc")]
 pub use wheel::Wheel;
 pub use wheel::{Advance, Drain, Expired, FixedWheel, TimerWheel};

@@ -33,6 +33,18 @@ pub struct Expired<T> {
     pub value: T,
 }
 
+/// Where a wheel's earliest pending deadline lies (see `TimerWheel::earliest`).
+pub(crate) enum Earliest {
+    /// No timer is pending.
+    Empty,
+    /// Timers are due: the least deadline is on the due lists.
+    Due,
+    /// The earliest timers are all due at this tick.
+    At(u64),
+    /// The earliest timer is in the slot spanning `start ..= last`.
+    InSlot { start: u64, last: u64 },
+}
+
 /// A hierarchical timing wheel over a [`Storage`] `S`, with `SLOTS` slots
 /// per level and `LEVELS` levels. Use it through [`Wheel`] (growable) or
 /// [`FixedWheel`] (fixed capacity, no allocation).
@@ -719,6 +731,73 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
             slot,
             Geometry::<SLOTS, LEVELS>::slot_start(self.now, level, slot),
         ))
+    }
+
+    /// Where the earliest pending deadline lies, for a caller that needs it
+    /// exactly ([`WakerQueue`](crate::WakerQueue)): a level-0 slot holds one
+    /// deadline, its start; any other list needs [`Self::least_deadline`].
+    /// Only for a wheel that never cascades ahead.
+    #[inline]
+    pub(crate) fn earliest(&self) -> Earliest {
+        if self.lists.due != NO_HEADS {
+            return Earliest::Due;
+        }
+        match self.next_slot() {
+            None => Earliest::Empty,
+            Some((0, _, start)) => Earliest::At(start),
+            Some((level, _, start)) => Earliest::InSlot {
+                start,
+                last: start | ((1 << Geometry::<SLOTS, LEVELS>::shift(level)) - 1),
+            },
+        }
+    }
+
+    /// The least deadline on the due lists if any is due, else in the
+    /// earliest slot: a walk of those lists, `u64::MAX` if there are none.
+    /// Only for a wheel that never cascades ahead.
+    pub(crate) fn least_deadline(&self) -> u64 {
+        let heads = if self.lists.due != NO_HEADS {
+            self.lists.due
+        } else if let Some((level, slot, _)) = self.next_slot() {
+            self.lists.levels[level].heads[slot]
+        } else {
+            return u64::MAX;
+        };
+        let mut least = u64::MAX;
+        for mut index in heads {
+            while index != NIL {
+                let link = self.slab.link(index);
+                least = least.min(link.deadline);
+                index = link.next;
+            }
+        }
+        least
+    }
+
+    /// Some pending timers of the latest occupied slot (the due lists if no
+    /// slot is occupied), as (index, deadline): each list's first two. A
+    /// full [`WakerQueue`](crate::WakerQueue) wakes one of them early.
+    pub(crate) fn latest(&self) -> [(u32, u64); 2 * STRIPES] {
+        let heads = match self.lists.occupied_levels {
+            0 => self.lists.due,
+            levels => {
+                let level = &self.lists.levels[63 - levels.leading_zeros() as usize];
+                level.heads[63 - level.occupied.leading_zeros() as usize]
+            }
+        };
+        let mut latest = [(NIL, 0); 2 * STRIPES];
+        for (pair, head) in latest.chunks_exact_mut(2).zip(heads) {
+            let mut index = head;
+            for found in pair {
+                if index == NIL {
+                    break;
+                }
+                let link = self.slab.link(index);
+                *found = (index, link.deadline);
+                index = link.next;
+            }
+        }
+        latest
     }
 
     /// Pushes a linked-out entry onto the list its deadline belongs on.
