@@ -99,6 +99,27 @@
 //! - `alloc` (default): [`Wheel`], [`VecStorage`] and [`BucketWheel`].
 //!   Without it the crate needs neither `std` nor an allocator.
 //!
+//! # Panics
+//!
+//! No operation of [`FixedWheel`] or [`WakerQueue`] can panic, whatever its
+//! input: `ci/nopanic.sh` links a bare-metal release build that calls each
+//! of them with a panic handler that cannot link, so a reachable panic
+//! fails the build. Lookups that internal invariants keep in range are
+//! written so that the compiler sees it (a mask, a clamp or a `get`), at no
+//! cost on the hot paths. What can still panic, and why:
+//!
+//! - `validate` (on every type): checking invariants and panicking when
+//!   one is broken is its job; it is for tests and fuzzing.
+//! - [`Wheel::insert`] (feature `alloc`), past `u32::MAX - 1` timers, as
+//!   its `# Panics` says; [`TimerWheel::try_insert`] returns [`Full`]
+//!   instead. Growing a [`Wheel`] or a [`BucketWheel`] allocates, and an
+//!   allocation that fails is the allocator's error handler's business.
+//! - A [`Waker`](core::task::Waker) whose `wake` panics: the panic unwinds
+//!   out of the `WakerQueue` call that woke it, leaving the queue
+//!   consistent (see [`WakerQueue`]).
+//! - With debug assertions on, `debug_assert!`s guard internal invariants;
+//!   one that fires is a bug in this crate.
+//!
 //! # Timers that are never cancelled
 //!
 //! [`BucketWheel<T>`] (feature `alloc`) is for fire-and-forget timers, such

@@ -120,9 +120,9 @@ mod sealed {
         fn links_mut(&mut self) -> &mut [Link];
         fn entries(&self) -> &[Entry<T>];
         fn entries_mut(&mut self) -> &mut [Entry<T>];
-        /// Appends an entry and its link, or hands the entry back when there
-        /// is no room.
-        fn try_push(&mut self, link: Link, entry: Entry<T>) -> Result<(), Entry<T>>;
+        /// Appends a timer's link and its entry at generation 0, or hands
+        /// the value back when there is no room.
+        fn try_push(&mut self, link: Link, value: T) -> Result<(), T>;
         /// How many entries fit without reallocating.
         fn capacity(&self) -> usize;
     }
@@ -202,13 +202,16 @@ impl<T> sealed::Sealed<T> for VecStorage<T> {
         &mut self.entries
     }
     #[inline]
-    fn try_push(&mut self, link: Link, entry: Entry<T>) -> Result<(), Entry<T>> {
+    fn try_push(&mut self, link: Link, value: T) -> Result<(), T> {
         // NIL is reserved, and u32::MAX - 1 too (see `TimerId::to_bits`).
         if self.entries.len() >= (NIL - 1) as usize {
-            return Err(entry);
+            return Err(value);
         }
         self.links.push(link);
-        self.entries.push(entry);
+        self.entries.push(Entry::Occupied {
+            generation: 0,
+            value,
+        });
         Ok(())
     }
     fn capacity(&self) -> usize {
@@ -266,29 +269,36 @@ impl<T, const N: usize> Default for ArrayStorage<T, N> {
 }
 
 impl<T, const N: usize> sealed::Sealed<T> for ArrayStorage<T, N> {
+    // `used` never passes `N`; `get` says so without a panic path.
     #[inline]
     fn links(&self) -> &[Link] {
-        &self.links[..self.used]
+        self.links.get(..self.used).unwrap_or_default()
     }
     #[inline]
     fn links_mut(&mut self) -> &mut [Link] {
-        &mut self.links[..self.used]
+        self.links.get_mut(..self.used).unwrap_or_default()
     }
     #[inline]
     fn entries(&self) -> &[Entry<T>] {
-        &self.entries[..self.used]
+        self.entries.get(..self.used).unwrap_or_default()
     }
     #[inline]
     fn entries_mut(&mut self) -> &mut [Entry<T>] {
-        &mut self.entries[..self.used]
+        self.entries.get_mut(..self.used).unwrap_or_default()
     }
     #[inline]
-    fn try_push(&mut self, link: Link, entry: Entry<T>) -> Result<(), Entry<T>> {
-        if self.used == N {
-            return Err(entry);
-        }
-        self.links[self.used] = link;
-        self.entries[self.used] = entry;
+    fn try_push(&mut self, link: Link, value: T) -> Result<(), T> {
+        let (Some(free_link), Some(free_entry)) = (
+            self.links.get_mut(self.used),
+            self.entries.get_mut(self.used),
+        ) else {
+            return Err(value);
+        };
+        *free_link = link;
+        *free_entry = Entry::Occupied {
+            generation: 0,
+            value,
+        };
         self.used += 1;
         Ok(())
     }
@@ -304,6 +314,9 @@ pub(crate) struct Slab<T, S> {
     storage: S,
     free_head: u32,
     len: u32,
+    /// Where a write to a link past the storage goes: never happens, but
+    /// lets `link_mut` answer every index without a panic path.
+    spare: Link,
     _marker: core::marker::PhantomData<T>,
 }
 
@@ -313,6 +326,7 @@ impl<T, S> Slab<T, S> {
             storage,
             free_head: NIL,
             len: 0,
+            spare: Link::UNUSED,
             _marker: core::marker::PhantomData,
         }
     }
@@ -352,36 +366,31 @@ impl<T, S: Storage<T>> Slab<T, S> {
         };
         if self.free_head != NIL {
             let index = self.free_head;
-            let entry = &mut self.storage.entries_mut()[index as usize];
+            // The free list holds only vacant entries, so this always
+            // matches; a broken one would report the wheel full.
+            let Some(entry) = self.storage.entries_mut().get_mut(index as usize) else {
+                return Err(value);
+            };
             let Entry::Vacant {
                 generation,
                 next_free,
             } = *entry
             else {
-                unreachable!("free list points at an occupied entry {index}");
+                return Err(value);
             };
-            self.free_head = next_free;
             *entry = Entry::Occupied { generation, value };
-            self.storage.links_mut()[index as usize] = link;
+            self.free_head = next_free;
+            *self.link_mut(index) = link;
             self.len += 1;
             return Ok(TimerId { index, generation });
         }
         let index = self.entries_len() as u32;
-        let entry = Entry::Occupied {
+        self.storage.try_push(link, value)?;
+        self.len += 1;
+        Ok(TimerId {
+            index,
             generation: 0,
-            value,
-        };
-        match self.storage.try_push(link, entry) {
-            Ok(()) => {
-                self.len += 1;
-                Ok(TimerId {
-                    index,
-                    generation: 0,
-                })
-            }
-            Err(Entry::Occupied { value, .. }) => Err(value),
-            Err(_) => unreachable!("storage handed back a different entry"),
-        }
+        })
     }
 
     /// The index of `id`'s entry if `id` is live.
@@ -407,36 +416,45 @@ impl<T, S: Storage<T>> Slab<T, S> {
         }
     }
 
-    /// The link at `index` (any index below `entries_len`).
+    /// The link at `index` (any index below `entries_len`; past it, an
+    /// unused link, so that no lookup has a panic path).
     #[inline(always)]
     pub(crate) fn link(&self, index: u32) -> &Link {
-        &self.storage.links()[index as usize]
+        self.storage
+            .links()
+            .get(index as usize)
+            .unwrap_or(&Link::UNUSED)
     }
 
-    /// The link at `index`, mutably.
+    /// The link at `index`, mutably (past `entries_len`, a spare link
+    /// that nothing reads).
     #[inline(always)]
     pub(crate) fn link_mut(&mut self, index: u32) -> &mut Link {
-        &mut self.storage.links_mut()[index as usize]
-    }
-
-    /// The value at a live index.
-    ///
-    /// # Panics
-    /// If `index` is vacant or out of range: a wheel bug, never user input.
-    #[inline]
-    pub(crate) fn value(&self, index: u32) -> &T {
-        match &self.storage.entries()[index as usize] {
-            Entry::Occupied { value, .. } => value,
-            Entry::Vacant { .. } => unreachable!("entry {index} is vacant"),
+        match self.storage.links_mut().get_mut(index as usize) {
+            Some(link) => link,
+            None => &mut self.spare,
         }
     }
 
-    /// The value at a live index, mutably. Panics as [`Self::value`].
+    /// The value of `id`'s timer if `id` is live.
     #[inline]
-    pub(crate) fn value_mut(&mut self, index: u32) -> &mut T {
-        match &mut self.storage.entries_mut()[index as usize] {
-            Entry::Occupied { value, .. } => value,
-            Entry::Vacant { .. } => unreachable!("entry {index} is vacant"),
+    pub(crate) fn get(&self, id: TimerId) -> Option<&T> {
+        match self.storage.entries().get(id.index as usize) {
+            Some(Entry::Occupied { generation, value }) if *generation == id.generation => {
+                Some(value)
+            }
+            _ => None,
+        }
+    }
+
+    /// The value of `id`'s timer if `id` is live, mutably.
+    #[inline]
+    pub(crate) fn get_mut(&mut self, id: TimerId) -> Option<&mut T> {
+        match self.storage.entries_mut().get_mut(id.index as usize) {
+            Some(Entry::Occupied { generation, value }) if *generation == id.generation => {
+                Some(value)
+            }
+            _ => None,
         }
     }
 
@@ -449,30 +467,30 @@ impl<T, S: Storage<T>> Slab<T, S> {
         )
     }
 
-    /// Frees a live index, staling its id; returns the timer.
+    /// Frees a live index, staling its id; returns the timer (`None` if
+    /// `index` is vacant, which callers rule out).
     #[inline]
-    pub(crate) fn remove(&mut self, index: u32) -> Expired<T> {
+    pub(crate) fn remove(&mut self, index: u32) -> Option<Expired<T>> {
         let free_head = self.free_head;
-        let entry = &mut self.storage.entries_mut()[index as usize];
-        let generation = match entry {
-            Entry::Occupied { generation, .. } => *generation,
-            Entry::Vacant { .. } => unreachable!("removing vacant entry {index}"),
+        let entry = self.storage.entries_mut().get_mut(index as usize)?;
+        let Entry::Occupied { generation, .. } = *entry else {
+            return None;
         };
         let vacant = Entry::Vacant {
             generation: generation.wrapping_add(1),
             next_free: free_head,
         };
         let Entry::Occupied { value, .. } = core::mem::replace(entry, vacant) else {
-            unreachable!("entry {index} changed under us");
+            return None;
         };
         let id = TimerId { index, generation };
         self.free_head = index;
         self.len -= 1;
-        Expired {
+        Some(Expired {
             id,
             deadline: self.link(index).deadline,
             value,
-        }
+        })
     }
 
     /// Counts the free list, for invariant checks.

@@ -349,7 +349,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     pub fn cancel(&mut self, id: TimerId) -> Option<T> {
         let index = self.slab.index_of(id)?;
         self.unlink(index);
-        Some(self.slab.remove(index).value)
+        Some(self.slab.remove(index)?.value)
     }
 
     /// Moves a pending timer to a new deadline (≤ [`now`](Self::now): due at
@@ -398,8 +398,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     /// ```
     #[inline]
     pub fn get(&self, id: TimerId) -> Option<&T> {
-        let index = self.slab.index_of(id)?;
-        Some(self.slab.value(index))
+        self.slab.get(id)
     }
 
     /// The id of the timer pending at slab index `index` (see
@@ -431,8 +430,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     /// ```
     #[inline]
     pub fn get_mut(&mut self, id: TimerId) -> Option<&mut T> {
-        let index = self.slab.index_of(id)?;
-        Some(self.slab.value_mut(index))
+        self.slab.get_mut(id)
     }
 
     /// Moves the clock to `max(now, self.now())` and yields every timer with
@@ -551,7 +549,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
             area.slot = slot;
             area.start = Geometry::<SLOTS, LEVELS>::slot_start(now, level, slot);
         }
-        let heads = &mut self.lists.levels[area.level].heads[area.slot];
+        let heads = self.lists.level_mut(area.level).slot_mut(area.slot);
         let mut moved = 0;
         while moved < max && *heads != NO_HEADS {
             for head in heads.iter_mut() {
@@ -759,7 +757,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
         let heads = if self.lists.due != NO_HEADS {
             self.lists.due
         } else if let Some((level, slot, _)) = self.next_slot() {
-            self.lists.levels[level].heads[slot]
+            *self.lists.level(level).slot(slot)
         } else {
             return u64::MAX;
         };
@@ -781,8 +779,8 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
         let heads = match self.lists.occupied_levels {
             0 => self.lists.due,
             levels => {
-                let level = &self.lists.levels[63 - levels.leading_zeros() as usize];
-                level.heads[63 - level.occupied.leading_zeros() as usize]
+                let level = self.lists.level(63 - levels.leading_zeros() as usize);
+                *level.slot(63 - level.occupied.leading_zeros() as usize)
             }
         };
         let mut latest = [(NIL, 0); 2 * STRIPES];
@@ -848,7 +846,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
         let place = self.place_of(link.deadline);
         if let (Some((level, slot)), Some(st)) = (place, self.stage.active_mut()) {
             if st.covers(level, slot) {
-                let own = &mut self.lists.levels[level].heads[slot][stripe];
+                let own = &mut self.lists.level_mut(level).slot_mut(slot)[stripe];
                 if *own == index {
                     *own = next;
                 } else {
@@ -878,8 +876,8 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
             .map(|k| (self.due_cursor + k) % STRIPES)
             .find(|&stripe| self.lists.due[stripe] != NIL)?;
         self.due_cursor = stripe + 1;
-        let index = Self::pop_front(&mut self.slab, &mut self.lists.due[stripe]);
-        Some(self.slab.remove(index))
+        let index = Self::pop_front(&mut self.slab, &mut self.lists.due[stripe % STRIPES]);
+        self.slab.remove(index)
     }
 
     /// Adds due lists to the due lists.
@@ -922,8 +920,11 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
             if st.covers(level, slot) {
                 // The levels below are empty now; the staged ones take their
                 // place, and only what was not staged yet is walked below.
-                for (live, staged) in self.lists.levels[..level]
+                for (live, staged) in self
+                    .lists
+                    .levels
                     .iter_mut()
+                    .take(level)
                     .zip(&mut st.lists.levels)
                 {
                     debug_assert_eq!(live.occupied, 0, "live level below a cascading slot");
@@ -1042,8 +1043,8 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> Iterator
         while self.index < self.wheel.slab.entries_len() {
             let index = self.index;
             self.index += 1;
-            if self.wheel.slab.is_occupied(index) {
-                return Some(self.wheel.slab.remove(index as u32));
+            if let Some(expired) = self.wheel.slab.remove(index as u32) {
+                return Some(expired);
             }
         }
         None
