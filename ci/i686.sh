@@ -16,7 +16,8 @@ fi
 # Its own target directory: a 32-bit build shares nothing with the host's.
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/i686"
 cargo test -p wheel-core --target "$target"
-# Without `alloc` the wheel has no staging box: WakerQueue as a bare-metal build has it.
-cargo test -p wheel-core --no-default-features --target "$target" --test waker_queue
+# Without `alloc` the wheel has no staging box: WakerQueue and the sizes as a
+# bare-metal build has them.
+cargo test -p wheel-core --no-default-features --target "$target" --test waker_queue --test memory
 # Model tests: quickcheck against the std models, the fuzz seeds and regressions.
 cargo test -p wheel-model --target "$target"

@@ -51,9 +51,11 @@ const VACANT: u32 = u32::MAX;
 /// allocates; [`new`](Self::new) is `const`, so the queue can be a
 /// `static` behind the driver's critical section.
 ///
-/// **Memory:** about 3 KiB of wheel tables, plus per entry 40 bytes on a
-/// 32-bit target and 48 on a 64-bit one (the deadline and two links, the
-/// waker with a generation and tag, and two index positions).
+/// **Memory:** per queue, the wheel's tables and the rest, 3 108 bytes on a
+/// 32-bit target and 3 120 on a 64-bit one; per entry, 36 and 48 bytes (the
+/// deadline and two links, the waker with a generation, and two index
+/// positions); one pointer less per queue without the `alloc` feature.
+/// `tests/memory.rs` pins these figures on the host and on i686.
 ///
 /// **Cost:** a call on a task already queued is a hash lookup; adding one
 /// is a wheel insert; each entry is cascaded at most once per level on its

@@ -94,6 +94,27 @@ pub type Wheel<T, const SLOTS: usize = 64, const LEVELS: usize = 11> =
 /// allocates, and [`try_insert`](TimerWheel::try_insert) hands the value back
 /// in [`Full`] when all `N` are pending.
 ///
+/// **Memory.** With `P` the pointer size (4 or 8 bytes),
+/// `size_of::<FixedWheel<T, N, SLOTS, LEVELS>>()` is, rounded up to the
+/// alignment of a `u64` (8; 4 on i686):
+///
+/// - per wheel: `56 + 3P + LEVELS × (8 + 16 × SLOTS)` (the level tables
+///   and the clock; `2P` instead of `3P` without the `alloc` feature);
+/// - per timer: `16 + E`: the deadline and two links, then the entry,
+///   `E` = `size_of::<T>() + 8` (a tag and a generation) rounded up to
+///   `T`'s alignment (at least 4), and at least 12; for a `T` with a niche
+///   the tag can use (a reference, a [`Waker`](core::task::Waker)),
+///   `size_of::<T>() + 4` rounded up.
+///
+/// | 64 slots × 11 levels | per wheel | per `u32` timer | per `u64` timer | per `Waker` |
+/// |----------------------|-----------|-----------------|-----------------|-------------|
+/// | 64-bit target        | 11 432 B  | 28 B            | 32 B            | 40 B        |
+/// | 32-bit target        | 11 420 B  | 28 B            | 32 B            | 28 B        |
+///
+/// A smaller geometry shrinks the tables: 8 slots × 22 levels take
+/// 3 016 B instead of 11 376 B. `tests/memory.rs` pins these figures on
+/// the host and on i686.
+///
 /// # Examples
 /// ```
 /// use wheel_core::FixedWheel;
