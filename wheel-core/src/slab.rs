@@ -416,6 +416,15 @@ impl<T, S: Storage<T>> Slab<T, S> {
         }
     }
 
+    /// The value pending at `index`, whichever timer it is.
+    #[inline]
+    pub(crate) fn value_at(&self, index: u32) -> Option<&T> {
+        match self.storage.entries().get(index as usize) {
+            Some(Entry::Occupied { value, .. }) => Some(value),
+            _ => None,
+        }
+    }
+
     /// The link at `index` (any index below `entries_len`; past it, an
     /// unused link, so that no lookup has a panic path).
     #[inline(always)]

@@ -29,11 +29,12 @@ use core::task::{RawWakerVTable, Waker};
 use crate::wheel::Earliest;
 use crate::FixedWheel;
 
-/// Slots per level of the wheel inside: 8 slots × 22 levels keep its tables
-/// at about 3 KiB (64 × 11 would take 11 KiB), for a few more cascades.
-const SLOTS: usize = 8;
+/// Slots per level of the wheel inside: 16 slots × 16 levels keep its
+/// tables at about 4 KiB (64 × 11 take 11 KiB, for as fast a queue; 8 × 22
+/// take 3 KiB, for a cascade more per timer).
+const SLOTS: usize = 16;
 /// Levels of the wheel inside: ⌈64 / log2 `SLOTS`⌉.
-const LEVELS: usize = 22;
+const LEVELS: usize = 16;
 /// An index position that holds no entry.
 const VACANT: u32 = u32::MAX;
 
@@ -51,8 +52,8 @@ const VACANT: u32 = u32::MAX;
 /// allocates; [`new`](Self::new) is `const`, so the queue can be a
 /// `static` behind the driver's critical section.
 ///
-/// **Memory:** per queue, the wheel's tables and the rest, 3 108 bytes on a
-/// 32-bit target and 3 120 on a 64-bit one; per entry, 36 and 48 bytes (the
+/// **Memory:** per queue, the wheel's tables and the rest, 4 340 bytes on a
+/// 32-bit target and 4 352 on a 64-bit one; per entry, 36 and 48 bytes (the
 /// deadline and two links, the waker with a generation, and two index
 /// positions); one pointer less per queue without the `alloc` feature.
 /// `tests/memory.rs` pins these figures on the host and on i686.
@@ -202,13 +203,13 @@ impl<const N: usize> WakerQueue<N> {
         let mut early = None;
         match self.find(home, waker) {
             Ok(index) => {
-                let Some(id) = self.wheel.id_at(index) else {
-                    return false;
-                };
-                let old = self.wheel.deadline(id).unwrap_or(u64::MAX);
+                let old = self.wheel.deadline_at(index);
                 if at >= old {
                     return false;
                 }
+                let Some(id) = self.wheel.id_at(index) else {
+                    return false;
+                };
                 self.wheel.reschedule(id, at);
                 self.refiled(Some(old), Some(at));
             }
@@ -264,12 +265,9 @@ impl<const N: usize> WakerQueue<N> {
         if self.walked.is_some_and(|walked| walked.start <= now) {
             self.walked = None;
         }
-        // One expired entry per `advance`: the wheel is free between them
-        // for the index to read other wakers, and a later `advance` to the
-        // same tick costs a bitmap test.
-        loop {
-            let next = self.wheel.advance(now).next();
-            let Some(expired) = next else { break };
+        // One expired entry at a time: the wheel is free between them for
+        // the index to read other wakers.
+        while let Some(expired) = self.wheel.pop_expired(now) {
             self.forget(Self::home(&expired.value), expired.id.index());
             expired.value.wake();
         }
@@ -442,7 +440,7 @@ impl<const N: usize> WakerQueue<N> {
             if index == VACANT {
                 return Err(position);
             }
-            let queued = self.wheel.id_at(index).and_then(|id| self.wheel.get(id));
+            let queued = self.wheel.value_at(index);
             if queued.is_some_and(|queued| queued.will_wake(waker)) {
                 return Ok(index);
             }
@@ -476,8 +474,7 @@ impl<const N: usize> WakerQueue<N> {
             if moved == VACANT {
                 break;
             }
-            let waker = self.wheel.id_at(moved).and_then(|id| self.wheel.get(id));
-            let home = waker.map_or(position, Self::home);
+            let home = self.wheel.value_at(moved).map_or(position, Self::home);
             // It stays if its home lies cyclically in (hole, position].
             let stays = if hole <= position {
                 hole < home && home <= position

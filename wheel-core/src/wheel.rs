@@ -752,6 +752,34 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
         ))
     }
 
+    /// The value pending at slab index `index`, for a caller that keeps
+    /// indexes of pending timers (as `id_at` then `get`, in one lookup).
+    #[inline]
+    pub(crate) fn value_at(&self, index: u32) -> Option<&T> {
+        self.slab.value_at(index)
+    }
+
+    /// The deadline of the timer pending at slab index `index` (any value
+    /// if none is).
+    #[inline]
+    pub(crate) fn deadline_at(&self, index: u32) -> u64 {
+        self.slab.link(index).deadline
+    }
+
+    /// The next timer [`advance`](Self::advance)`(now)` would yield, without
+    /// an iterator to drop: for a caller that does more between timers.
+    #[inline]
+    pub(crate) fn pop_expired(&mut self, now: u64) -> Option<Expired<T>> {
+        loop {
+            if let Some(expired) = self.pop_due() {
+                return Some(expired);
+            }
+            if !self.step(now) {
+                return None;
+            }
+        }
+    }
+
     /// Where the earliest pending deadline lies, for a caller that needs it
     /// exactly ([`WakerQueue`](crate::WakerQueue)): a level-0 slot holds one
     /// deadline, its start; any other list needs [`Self::least_deadline`].

@@ -75,14 +75,14 @@ fn a_fixed_wheel_takes_what_its_docs_say() {
 
 #[test]
 fn a_waker_queue_takes_what_its_docs_say() {
-    // The wheel (8 x 22), the index (8 bytes a task), the earliest
+    // The wheel (16 x 16), the index (8 bytes a task), the earliest
     // deadline, the staleness flag and the walked slot.
     for (n, size) in [
         (1, size_of::<WakerQueue<1>>()),
         (8, size_of::<WakerQueue<8>>()),
         (64, size_of::<WakerQueue<64>>()),
     ] {
-        let wheel = fixed_wheel::<Waker, 0, 8, 22>() + n * (16 + entry::<Waker>());
+        let wheel = fixed_wheel::<Waker, 0, 16, 16>() + n * (16 + entry::<Waker>());
         let index = n * 8;
         assert_eq!(
             size,
