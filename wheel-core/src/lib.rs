@@ -105,8 +105,8 @@
 //! input: `ci/nopanic.sh` links a bare-metal release build that calls each
 //! of them with a panic handler that cannot link, so a reachable panic
 //! fails the build. Lookups that internal invariants keep in range are
-//! written so that the compiler sees it (a mask, a clamp or a `get`), at no
-//! cost on the hot paths. What can still panic, and why:
+//! written so that the compiler sees it: a mask, a clamp, or a `get` with a
+//! fallback that is never taken. What can still panic, and why:
 //!
 //! - `validate` (on every type): checking invariants and panicking when
 //!   one is broken is its job; it is for tests and fuzzing.
@@ -114,6 +114,8 @@
 //!   its `# Panics` says; [`TimerWheel::try_insert`] returns [`Full`]
 //!   instead. Growing a [`Wheel`] or a [`BucketWheel`] allocates, and an
 //!   allocation that fails is the allocator's error handler's business.
+//!   A [`Wheel`]'s link lookups keep their bounds checks, which its
+//!   invariants never fail (the fallbacks are for the fixed storage only).
 //! - A [`Waker`](core::task::Waker) whose `wake` panics: the panic unwinds
 //!   out of the `WakerQueue` call that woke it, leaving the queue
 //!   consistent (see [`WakerQueue`]).

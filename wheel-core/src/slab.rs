@@ -118,6 +118,11 @@ mod sealed {
     pub trait Sealed<T> {
         fn links(&self) -> &[Link];
         fn links_mut(&mut self) -> &mut [Link];
+        /// The link at `index`, which the slab keeps below the entries'
+        /// length.
+        fn link(&self, index: usize) -> &Link;
+        /// The link at `index`, mutably.
+        fn link_mut(&mut self, index: usize) -> &mut Link;
         fn entries(&self) -> &[Entry<T>];
         fn entries_mut(&mut self) -> &mut [Entry<T>];
         /// Appends a timer's link and its entry at generation 0, or hands
@@ -193,6 +198,16 @@ impl<T> sealed::Sealed<T> for VecStorage<T> {
     fn links_mut(&mut self) -> &mut [Link] {
         &mut self.links
     }
+    // Indexed: a `Wheel` is not among the types promised panic-free, and
+    // its hot paths keep the plain bounds check.
+    #[inline(always)]
+    fn link(&self, index: usize) -> &Link {
+        &self.links[index]
+    }
+    #[inline(always)]
+    fn link_mut(&mut self, index: usize) -> &mut Link {
+        &mut self.links[index]
+    }
     #[inline]
     fn entries(&self) -> &[Entry<T>] {
         &self.entries
@@ -238,6 +253,9 @@ pub struct ArrayStorage<T, const N: usize> {
     links: [Link; N],
     entries: [Entry<T>; N],
     used: usize,
+    /// Where a write to a link past the array would go: never happens, but
+    /// lets `link_mut` answer every index without a panic path.
+    spare: Link,
 }
 
 impl<T, const N: usize> ArrayStorage<T, N> {
@@ -258,6 +276,7 @@ impl<T, const N: usize> ArrayStorage<T, N> {
                 }
             }; N],
             used: 0,
+            spare: Link::UNUSED,
         }
     }
 }
@@ -277,6 +296,19 @@ impl<T, const N: usize> sealed::Sealed<T> for ArrayStorage<T, N> {
     #[inline]
     fn links_mut(&mut self) -> &mut [Link] {
         self.links.get_mut(..self.used).unwrap_or_default()
+    }
+    // Past the array (never reached), an unused link to read and a spare
+    // one to write: a lookup without a panic path.
+    #[inline(always)]
+    fn link(&self, index: usize) -> &Link {
+        self.links.get(index).unwrap_or(&Link::UNUSED)
+    }
+    #[inline(always)]
+    fn link_mut(&mut self, index: usize) -> &mut Link {
+        match self.links.get_mut(index) {
+            Some(link) => link,
+            None => &mut self.spare,
+        }
     }
     #[inline]
     fn entries(&self) -> &[Entry<T>] {
@@ -314,9 +346,6 @@ pub(crate) struct Slab<T, S> {
     storage: S,
     free_head: u32,
     len: u32,
-    /// Where a write to a link past the storage goes: never happens, but
-    /// lets `link_mut` answer every index without a panic path.
-    spare: Link,
     _marker: core::marker::PhantomData<T>,
 }
 
@@ -326,7 +355,6 @@ impl<T, S> Slab<T, S> {
             storage,
             free_head: NIL,
             len: 0,
-            spare: Link::UNUSED,
             _marker: core::marker::PhantomData,
         }
     }
@@ -425,24 +453,16 @@ impl<T, S: Storage<T>> Slab<T, S> {
         }
     }
 
-    /// The link at `index` (any index below `entries_len`; past it, an
-    /// unused link, so that no lookup has a panic path).
+    /// The link at `index` (any index below `entries_len`).
     #[inline(always)]
     pub(crate) fn link(&self, index: u32) -> &Link {
-        self.storage
-            .links()
-            .get(index as usize)
-            .unwrap_or(&Link::UNUSED)
+        self.storage.link(index as usize)
     }
 
-    /// The link at `index`, mutably (past `entries_len`, a spare link
-    /// that nothing reads).
+    /// The link at `index`, mutably.
     #[inline(always)]
     pub(crate) fn link_mut(&mut self, index: u32) -> &mut Link {
-        match self.storage.links_mut().get_mut(index as usize) {
-            Some(link) => link,
-            None => &mut self.spare,
-        }
+        self.storage.link_mut(index as usize)
     }
 
     /// The value of `id`'s timer if `id` is live.
