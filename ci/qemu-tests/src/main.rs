@@ -24,6 +24,9 @@ pub struct Failure {
 /// What a test returns.
 pub type Outcome = Result<(), Failure>;
 
+/// A test: its name and body.
+pub type Test = (&'static str, fn() -> Outcome);
+
 /// Fails the test, naming the check, when `cond` is false.
 #[macro_export]
 macro_rules! check {

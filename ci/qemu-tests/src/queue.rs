@@ -8,9 +8,9 @@ use core::task::{RawWaker, RawWakerVTable, Waker};
 use wheel_core::WakerQueue;
 
 use crate::wheel::Rng;
-use crate::{check, check_eq, Outcome};
+use crate::{check, check_eq, Outcome, Test};
 
-pub static TESTS: &[(&str, fn() -> Outcome)] = &[
+pub static TESTS: &[Test] = &[
     (
         "queue_keeps_each_task_s_earliest_deadline",
         earliest_per_task,
@@ -131,7 +131,7 @@ fn against_array() -> Outcome {
         queue.next_expiration(now);
         let mut seen = [0u32; TASKS];
         for _ in 0..3_000 {
-            if rng.next() % 3 != 0 {
+            if !rng.next().is_multiple_of(3) {
                 let k = (rng.next() % TASKS as u64) as usize;
                 let at = now.saturating_add(rng.span(36));
                 let (before, was_empty) = (earliest(&model), model.iter().all(Option::is_none));

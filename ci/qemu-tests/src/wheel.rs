@@ -4,9 +4,9 @@
 
 use wheel_core::FixedWheel;
 
-use crate::{check, check_eq, Outcome};
+use crate::{check, check_eq, Outcome, Test};
 
-pub static TESTS: &[(&str, fn() -> Outcome)] = &[
+pub static TESTS: &[Test] = &[
     ("wheel_fires_each_timer_at_its_deadline", fires_at_deadline),
     ("wheel_cancel_and_stale_ids", cancel),
     ("wheel_reschedule_later_and_earlier", reschedule),
