@@ -104,7 +104,8 @@ pub type Wheel<T, const SLOTS: usize = 64, const LEVELS: usize = 11> =
 ///   `E` = `size_of::<T>() + 8` (a tag and a generation) rounded up to
 ///   `T`'s alignment (at least 4), and at least 12; for a `T` with a niche
 ///   the tag can use (a reference, a [`Waker`](core::task::Waker)),
-///   `size_of::<T>() + 4` rounded up.
+///   `size_of::<T>() + 4` rounded up. (A `T` aligned to less than 4 may
+///   pack tighter than this.)
 ///
 /// | 64 slots × 11 levels | per wheel | per `u32` timer | per `u64` timer | per `Waker` |
 /// |----------------------|-----------|-----------------|-----------------|-------------|
