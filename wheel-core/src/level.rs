@@ -35,6 +35,20 @@ impl<const SLOTS: usize> Level<SLOTS> {
         occupied: 0,
         heads: [NO_HEADS; SLOTS],
     };
+
+    /// Slot `slot`'s lists. Slots come from a digit or a bitmap of
+    /// `SLOTS` bits, so the mask (one AND) changes none and leaves the
+    /// lookup without a panic path.
+    #[inline(always)]
+    pub(crate) fn slot(&self, slot: usize) -> &Heads {
+        &self.heads[slot % SLOTS]
+    }
+
+    /// Slot `slot`'s lists, mutably.
+    #[inline(always)]
+    pub(crate) fn slot_mut(&mut self, slot: usize) -> &mut Heads {
+        &mut self.heads[slot % SLOTS]
+    }
 }
 
 /// The geometry of a wheel with `SLOTS` slots per level and `LEVELS` levels.
@@ -123,17 +137,31 @@ impl<const SLOTS: usize, const LEVELS: usize> Lists<SLOTS, LEVELS> {
         levels: [const { Level::EMPTY }; LEVELS],
     };
 
+    /// Level `level`. Levels come from placing a deadline or from the
+    /// level bitmap, both below `LEVELS`, so the clamp (one compare and
+    /// select) changes none and leaves the lookup without a panic path.
+    #[inline(always)]
+    pub(crate) fn level(&self, level: usize) -> &Level<SLOTS> {
+        &self.levels[level.min(LEVELS - 1)]
+    }
+
+    /// Level `level`, mutably.
+    #[inline(always)]
+    pub(crate) fn level_mut(&mut self, level: usize) -> &mut Level<SLOTS> {
+        &mut self.levels[level.min(LEVELS - 1)]
+    }
+
     /// The head of list `stripe` at `place` (`None`: the due lists, else
     /// (level, slot)), its slot marked occupied.
     #[inline(always)]
     pub(crate) fn head_for(&mut self, place: Option<(usize, usize)>, stripe: usize) -> &mut u32 {
         match place {
-            None => &mut self.due[stripe],
+            None => &mut self.due[stripe % STRIPES],
             Some((level, slot)) => {
-                let lvl = &mut self.levels[level];
-                lvl.occupied |= 1 << slot;
                 self.occupied_levels |= 1 << level;
-                &mut lvl.heads[slot][stripe]
+                let lvl = self.level_mut(level);
+                lvl.occupied |= 1 << slot;
+                &mut lvl.slot_mut(slot)[stripe % STRIPES]
             }
         }
     }
@@ -143,9 +171,9 @@ impl<const SLOTS: usize, const LEVELS: usize> Lists<SLOTS, LEVELS> {
     #[inline(always)]
     pub(crate) fn pop_head(&mut self, place: Option<(usize, usize)>, stripe: usize, next: u32) {
         match place {
-            None => self.due[stripe] = next,
+            None => self.due[stripe % STRIPES] = next,
             Some((level, slot)) => {
-                self.levels[level].heads[slot][stripe] = next;
+                self.level_mut(level).slot_mut(slot)[stripe % STRIPES] = next;
                 self.clear_if_empty(level, slot);
             }
         }
@@ -154,7 +182,7 @@ impl<const SLOTS: usize, const LEVELS: usize> Lists<SLOTS, LEVELS> {
     /// Clears the bits of a slot whose lists are all empty.
     #[inline(always)]
     pub(crate) fn clear_if_empty(&mut self, level: usize, slot: usize) {
-        if self.levels[level].heads[slot] == NO_HEADS {
+        if *self.level(level).slot(slot) == NO_HEADS {
             self.clear_slot(level, slot);
         }
     }
@@ -162,7 +190,7 @@ impl<const SLOTS: usize, const LEVELS: usize> Lists<SLOTS, LEVELS> {
     /// Clears a slot's bit, and its level's if that was the last.
     #[inline(always)]
     fn clear_slot(&mut self, level: usize, slot: usize) {
-        let lvl = &mut self.levels[level];
+        let lvl = self.level_mut(level);
         lvl.occupied &= !(1 << slot);
         if lvl.occupied == 0 {
             self.occupied_levels &= !(1 << level);
@@ -172,7 +200,7 @@ impl<const SLOTS: usize, const LEVELS: usize> Lists<SLOTS, LEVELS> {
     /// Whether a slot's bit is set.
     #[inline(always)]
     pub(crate) fn is_occupied(&self, level: usize, slot: usize) -> bool {
-        self.levels[level].occupied & (1 << slot) != 0
+        self.level(level).occupied & (1 << slot) != 0
     }
 
     /// The first occupied slot of the lowest level in `levels` (a mask of
@@ -184,13 +212,13 @@ impl<const SLOTS: usize, const LEVELS: usize> Lists<SLOTS, LEVELS> {
             return None;
         }
         let level = levels.trailing_zeros() as usize;
-        Some((level, self.levels[level].occupied.trailing_zeros() as usize))
+        Some((level, self.level(level).occupied.trailing_zeros() as usize))
     }
 
     /// Takes a slot's lists whole, clearing its bits.
     #[inline(always)]
     pub(crate) fn take_slot(&mut self, level: usize, slot: usize) -> Heads {
-        let heads = core::mem::replace(&mut self.levels[level].heads[slot], NO_HEADS);
+        let heads = core::mem::replace(self.level_mut(level).slot_mut(slot), NO_HEADS);
         self.clear_slot(level, slot);
         heads
     }

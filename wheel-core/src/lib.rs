@@ -99,6 +99,29 @@
 //! - `alloc` (default): [`Wheel`], [`VecStorage`] and [`BucketWheel`].
 //!   Without it the crate needs neither `std` nor an allocator.
 //!
+//! # Panics
+//!
+//! No operation of [`FixedWheel`] or [`WakerQueue`] can panic, whatever its
+//! input: `ci/nopanic.sh` links a bare-metal release build that calls each
+//! of them with a panic handler that cannot link, so a reachable panic
+//! fails the build. Lookups that internal invariants keep in range are
+//! written so that the compiler sees it: a mask, a clamp, or a `get` with a
+//! fallback that is never taken. What can still panic, and why:
+//!
+//! - `validate` (on every type): checking invariants and panicking when
+//!   one is broken is its job; it is for tests and fuzzing.
+//! - [`Wheel::insert`] (feature `alloc`), past `u32::MAX - 1` timers, as
+//!   its `# Panics` says; [`TimerWheel::try_insert`] returns [`Full`]
+//!   instead. Growing a [`Wheel`] or a [`BucketWheel`] allocates, and an
+//!   allocation that fails is the allocator's error handler's business.
+//!   A [`Wheel`]'s link lookups keep their bounds checks, which its
+//!   invariants never fail (the fallbacks are for the fixed storage only).
+//! - A [`Waker`](core::task::Waker) whose `wake` panics: the panic unwinds
+//!   out of the `WakerQueue` call that woke it, leaving the queue
+//!   consistent (see [`WakerQueue`]).
+//! - With debug assertions on, `debug_assert!`s guard internal invariants;
+//!   one that fires is a bug in this crate.
+//!
 //! # Timers that are never cancelled
 //!
 //! [`BucketWheel<T>`] (feature `alloc`) is for fire-and-forget timers, such
@@ -108,6 +131,14 @@
 //! linked list through its slab; it keeps promises 1–6 above. With 4M
 //! timers of 0.5–15 s and 24-byte values it took them out about 4× faster
 //! than [`Wheel`], at 32 bytes a timer instead of 48.
+//!
+//! # A timer queue for an async executor
+//!
+//! [`WakerQueue<N>`] is the queue an embedded executor's time driver keeps
+//! (embassy's contract: `schedule_wake` on each pending poll,
+//! `next_expiration` when the alarm fires): one entry per task at its
+//! earliest deadline, O(1) amortised per call where a scanning queue pays
+//! for every entry, no allocation, `const fn new` for a `static`.
 #![no_std]
 #![forbid(unsafe_code)]
 #![warn(clippy::std_instead_of_core, clippy::alloc_instead_of_core)]
@@ -121,6 +152,7 @@ mod error;
 mod level;
 mod slab;
 mod stage;
+mod waker_queue;
 mod wheel;
 
 #[cfg(feature = "alloc")]
@@ -129,6 +161,7 @@ pub use error::Full;
 #[cfg(feature = "alloc")]
 pub use slab::VecStorage;
 pub use slab::{ArrayStorage, Storage, TimerId};
+pub use waker_queue::WakerQueue;
 #[cfg(feature = "alloc")]
 pub use wheel::Wheel;
 pub use wheel::{Advance, Drain, Expired, FixedWheel, TimerWheel};

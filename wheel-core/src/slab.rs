@@ -118,11 +118,16 @@ mod sealed {
     pub trait Sealed<T> {
         fn links(&self) -> &[Link];
         fn links_mut(&mut self) -> &mut [Link];
+        /// The link at `index`, which the slab keeps below the entries'
+        /// length.
+        fn link(&self, index: usize) -> &Link;
+        /// The link at `index`, mutably.
+        fn link_mut(&mut self, index: usize) -> &mut Link;
         fn entries(&self) -> &[Entry<T>];
         fn entries_mut(&mut self) -> &mut [Entry<T>];
-        /// Appends an entry and its link, or hands the entry back when there
-        /// is no room.
-        fn try_push(&mut self, link: Link, entry: Entry<T>) -> Result<(), Entry<T>>;
+        /// Appends a timer's link and its entry, or hands the value back
+        /// when there is no room; returns the generation the entry got.
+        fn try_push(&mut self, link: Link, value: T) -> Result<u32, T>;
         /// How many entries fit without reallocating.
         fn capacity(&self) -> usize;
     }
@@ -159,6 +164,9 @@ pub trait Storage<T>: sealed::Sealed<T> {}
 pub struct VecStorage<T> {
     links: alloc::vec::Vec<Link>,
     entries: alloc::vec::Vec<Entry<T>>,
+    /// The generation a brand-new entry starts at: past every generation
+    /// of the entries a shrink dropped, so their stale ids stay inert.
+    fresh_generation: u32,
 }
 
 #[cfg(feature = "alloc")]
@@ -174,6 +182,7 @@ impl<T> VecStorage<T> {
         Self {
             links: alloc::vec::Vec::with_capacity(capacity),
             entries: alloc::vec::Vec::with_capacity(capacity),
+            fresh_generation: 0,
         }
     }
 
@@ -193,6 +202,16 @@ impl<T> sealed::Sealed<T> for VecStorage<T> {
     fn links_mut(&mut self) -> &mut [Link] {
         &mut self.links
     }
+    // Indexed: a `Wheel` is not among the types promised panic-free, and
+    // its hot paths keep the plain bounds check.
+    #[inline(always)]
+    fn link(&self, index: usize) -> &Link {
+        &self.links[index]
+    }
+    #[inline(always)]
+    fn link_mut(&mut self, index: usize) -> &mut Link {
+        &mut self.links[index]
+    }
     #[inline]
     fn entries(&self) -> &[Entry<T>] {
         &self.entries
@@ -202,14 +221,15 @@ impl<T> sealed::Sealed<T> for VecStorage<T> {
         &mut self.entries
     }
     #[inline]
-    fn try_push(&mut self, link: Link, entry: Entry<T>) -> Result<(), Entry<T>> {
+    fn try_push(&mut self, link: Link, value: T) -> Result<u32, T> {
         // NIL is reserved, and u32::MAX - 1 too (see `TimerId::to_bits`).
         if self.entries.len() >= (NIL - 1) as usize {
-            return Err(entry);
+            return Err(value);
         }
+        let generation = self.fresh_generation;
         self.links.push(link);
-        self.entries.push(entry);
-        Ok(())
+        self.entries.push(Entry::Occupied { generation, value });
+        Ok(generation)
     }
     fn capacity(&self) -> usize {
         self.entries.capacity().min((NIL - 1) as usize)
@@ -235,10 +255,14 @@ pub struct ArrayStorage<T, const N: usize> {
     links: [Link; N],
     entries: [Entry<T>; N],
     used: usize,
+    /// Where a write to a link past the array would go: never happens, but
+    /// lets `link_mut` answer every index without a panic path.
+    spare: Link,
 }
 
-impl<T, const N: usize> Default for ArrayStorage<T, N> {
-    fn default() -> Self {
+impl<T, const N: usize> ArrayStorage<T, N> {
+    /// Room for `N` timers, none used; `const` so that a wheel can be a `static`.
+    pub(crate) const fn new() -> Self {
         const {
             assert!(
                 N < (NIL - 1) as usize,
@@ -247,41 +271,70 @@ impl<T, const N: usize> Default for ArrayStorage<T, N> {
         };
         Self {
             links: [Link::UNUSED; N],
-            entries: core::array::from_fn(|_| Entry::Vacant {
-                generation: 0,
-                next_free: NIL,
-            }),
+            entries: [const {
+                Entry::Vacant {
+                    generation: 0,
+                    next_free: NIL,
+                }
+            }; N],
             used: 0,
+            spare: Link::UNUSED,
         }
     }
 }
 
+impl<T, const N: usize> Default for ArrayStorage<T, N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl<T, const N: usize> sealed::Sealed<T> for ArrayStorage<T, N> {
+    // `used` never passes `N`; `get` says so without a panic path.
     #[inline]
     fn links(&self) -> &[Link] {
-        &self.links[..self.used]
+        self.links.get(..self.used).unwrap_or_default()
     }
     #[inline]
     fn links_mut(&mut self) -> &mut [Link] {
-        &mut self.links[..self.used]
+        self.links.get_mut(..self.used).unwrap_or_default()
+    }
+    // Past the array (never reached), an unused link to read and a spare
+    // one to write: a lookup without a panic path.
+    #[inline(always)]
+    fn link(&self, index: usize) -> &Link {
+        self.links.get(index).unwrap_or(&Link::UNUSED)
+    }
+    #[inline(always)]
+    fn link_mut(&mut self, index: usize) -> &mut Link {
+        match self.links.get_mut(index) {
+            Some(link) => link,
+            None => &mut self.spare,
+        }
     }
     #[inline]
     fn entries(&self) -> &[Entry<T>] {
-        &self.entries[..self.used]
+        self.entries.get(..self.used).unwrap_or_default()
     }
     #[inline]
     fn entries_mut(&mut self) -> &mut [Entry<T>] {
-        &mut self.entries[..self.used]
+        self.entries.get_mut(..self.used).unwrap_or_default()
     }
     #[inline]
-    fn try_push(&mut self, link: Link, entry: Entry<T>) -> Result<(), Entry<T>> {
-        if self.used == N {
-            return Err(entry);
-        }
-        self.links[self.used] = link;
-        self.entries[self.used] = entry;
+    fn try_push(&mut self, link: Link, value: T) -> Result<u32, T> {
+        let (Some(free_link), Some(free_entry)) = (
+            self.links.get_mut(self.used),
+            self.entries.get_mut(self.used),
+        ) else {
+            return Err(value);
+        };
+        *free_link = link;
+        *free_entry = Entry::Occupied {
+            generation: 0,
+            value,
+        };
         self.used += 1;
-        Ok(())
+        Ok(0)
     }
     fn capacity(&self) -> usize {
         N
@@ -295,23 +348,21 @@ pub(crate) struct Slab<T, S> {
     storage: S,
     free_head: u32,
     len: u32,
-    /// The generation a brand-new entry starts at: past every generation
-    /// of the entries a shrink dropped, so their stale ids stay inert.
-    fresh_generation: u32,
     _marker: core::marker::PhantomData<T>,
 }
 
-impl<T, S: Storage<T>> Slab<T, S> {
-    pub(crate) fn new(storage: S) -> Self {
+impl<T, S> Slab<T, S> {
+    pub(crate) const fn new(storage: S) -> Self {
         Self {
             storage,
             free_head: NIL,
             len: 0,
-            fresh_generation: 0,
             _marker: core::marker::PhantomData,
         }
     }
+}
 
+impl<T, S: Storage<T>> Slab<T, S> {
     #[inline]
     pub(crate) fn len(&self) -> usize {
         self.len as usize
@@ -345,31 +396,28 @@ impl<T, S: Storage<T>> Slab<T, S> {
         };
         if self.free_head != NIL {
             let index = self.free_head;
-            let entry = &mut self.storage.entries_mut()[index as usize];
+            // The free list holds only vacant entries, so this always
+            // matches; a broken one would report the wheel full.
+            let Some(entry) = self.storage.entries_mut().get_mut(index as usize) else {
+                return Err(value);
+            };
             let Entry::Vacant {
                 generation,
                 next_free,
             } = *entry
             else {
-                unreachable!("free list points at an occupied entry {index}");
+                return Err(value);
             };
-            self.free_head = next_free;
             *entry = Entry::Occupied { generation, value };
-            self.storage.links_mut()[index as usize] = link;
+            self.free_head = next_free;
+            *self.link_mut(index) = link;
             self.len += 1;
             return Ok(TimerId { index, generation });
         }
         let index = self.entries_len() as u32;
-        let generation = self.fresh_generation;
-        let entry = Entry::Occupied { generation, value };
-        match self.storage.try_push(link, entry) {
-            Ok(()) => {
-                self.len += 1;
-                Ok(TimerId { index, generation })
-            }
-            Err(Entry::Occupied { value, .. }) => Err(value),
-            Err(_) => unreachable!("storage handed back a different entry"),
-        }
+        let generation = self.storage.try_push(link, value)?;
+        self.len += 1;
+        Ok(TimerId { index, generation })
     }
 
     /// The index of `id`'s entry if `id` is live.
@@ -395,36 +443,46 @@ impl<T, S: Storage<T>> Slab<T, S> {
         }
     }
 
+    /// The value pending at `index`, whichever timer it is.
+    #[inline]
+    pub(crate) fn value_at(&self, index: u32) -> Option<&T> {
+        match self.storage.entries().get(index as usize) {
+            Some(Entry::Occupied { value, .. }) => Some(value),
+            _ => None,
+        }
+    }
+
     /// The link at `index` (any index below `entries_len`).
     #[inline(always)]
     pub(crate) fn link(&self, index: u32) -> &Link {
-        &self.storage.links()[index as usize]
+        self.storage.link(index as usize)
     }
 
     /// The link at `index`, mutably.
     #[inline(always)]
     pub(crate) fn link_mut(&mut self, index: u32) -> &mut Link {
-        &mut self.storage.links_mut()[index as usize]
+        self.storage.link_mut(index as usize)
     }
 
-    /// The value at a live index.
-    ///
-    /// # Panics
-    /// If `index` is vacant or out of range: a wheel bug, never user input.
+    /// The value of `id`'s timer if `id` is live.
     #[inline]
-    pub(crate) fn value(&self, index: u32) -> &T {
-        match &self.storage.entries()[index as usize] {
-            Entry::Occupied { value, .. } => value,
-            Entry::Vacant { .. } => unreachable!("entry {index} is vacant"),
+    pub(crate) fn get(&self, id: TimerId) -> Option<&T> {
+        match self.storage.entries().get(id.index as usize) {
+            Some(Entry::Occupied { generation, value }) if *generation == id.generation => {
+                Some(value)
+            }
+            _ => None,
         }
     }
 
-    /// The value at a live index, mutably. Panics as [`Self::value`].
+    /// The value of `id`'s timer if `id` is live, mutably.
     #[inline]
-    pub(crate) fn value_mut(&mut self, index: u32) -> &mut T {
-        match &mut self.storage.entries_mut()[index as usize] {
-            Entry::Occupied { value, .. } => value,
-            Entry::Vacant { .. } => unreachable!("entry {index} is vacant"),
+    pub(crate) fn get_mut(&mut self, id: TimerId) -> Option<&mut T> {
+        match self.storage.entries_mut().get_mut(id.index as usize) {
+            Some(Entry::Occupied { generation, value }) if *generation == id.generation => {
+                Some(value)
+            }
+            _ => None,
         }
     }
 
@@ -437,30 +495,30 @@ impl<T, S: Storage<T>> Slab<T, S> {
         )
     }
 
-    /// Frees a live index, staling its id; returns the timer.
+    /// Frees a live index, staling its id; returns the timer (`None` if
+    /// `index` is vacant, which callers rule out).
     #[inline]
-    pub(crate) fn remove(&mut self, index: u32) -> Expired<T> {
+    pub(crate) fn remove(&mut self, index: u32) -> Option<Expired<T>> {
         let free_head = self.free_head;
-        let entry = &mut self.storage.entries_mut()[index as usize];
-        let generation = match entry {
-            Entry::Occupied { generation, .. } => *generation,
-            Entry::Vacant { .. } => unreachable!("removing vacant entry {index}"),
+        let entry = self.storage.entries_mut().get_mut(index as usize)?;
+        let Entry::Occupied { generation, .. } = *entry else {
+            return None;
         };
         let vacant = Entry::Vacant {
             generation: generation.wrapping_add(1),
             next_free: free_head,
         };
         let Entry::Occupied { value, .. } = core::mem::replace(entry, vacant) else {
-            unreachable!("entry {index} changed under us");
+            return None;
         };
         let id = TimerId { index, generation };
         self.free_head = index;
         self.len -= 1;
-        Expired {
+        Some(Expired {
             id,
             deadline: self.link(index).deadline,
             value,
-        }
+        })
     }
 
     /// Counts the free list, for invariant checks.
@@ -492,7 +550,8 @@ impl<T> Slab<T, VecStorage<T>> {
         for entry in &entries[keep..] {
             if let Entry::Vacant { generation, .. } = *entry {
                 // A vacant entry holds the generation its next use gets.
-                self.fresh_generation = self.fresh_generation.max(generation);
+                let fresh = &mut self.storage.fresh_generation;
+                *fresh = (*fresh).max(generation);
             }
         }
         entries.truncate(keep);

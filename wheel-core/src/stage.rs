@@ -92,7 +92,6 @@ impl<const SLOTS: usize, const LEVELS: usize> Staged<SLOTS, LEVELS> {
 /// The staging area of a wheel: boxed on first use with the `alloc`
 /// feature; without it, nothing is ever staged.
 #[cfg(feature = "alloc")]
-#[derive(Default)]
 pub(crate) struct Stage<const SLOTS: usize, const LEVELS: usize>(
     Option<alloc::boxed::Box<Staged<SLOTS, LEVELS>>>,
 );
@@ -100,10 +99,21 @@ pub(crate) struct Stage<const SLOTS: usize, const LEVELS: usize>(
 /// The staging area of a wheel: boxed on first use with the `alloc`
 /// feature; without it, nothing is ever staged.
 #[cfg(not(feature = "alloc"))]
-#[derive(Default)]
 pub(crate) struct Stage<const SLOTS: usize, const LEVELS: usize>(());
 
 impl<const SLOTS: usize, const LEVELS: usize> Stage<SLOTS, LEVELS> {
+    /// Nothing staged and nothing allocated.
+    pub(crate) const NONE: Self = {
+        #[cfg(feature = "alloc")]
+        {
+            Self(None)
+        }
+        #[cfg(not(feature = "alloc"))]
+        {
+            Self(())
+        }
+    };
+
     /// The staging in progress, if a slot is being staged.
     #[inline]
     pub(crate) fn active(&self) -> Option<&Staged<SLOTS, LEVELS>> {

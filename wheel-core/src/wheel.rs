@@ -33,6 +33,18 @@ pub struct Expired<T> {
     pub value: T,
 }
 
+/// Where a wheel's earliest pending deadline lies (see `TimerWheel::earliest`).
+pub(crate) enum Earliest {
+    /// No timer is pending.
+    Empty,
+    /// Timers are due: the least deadline is on the due lists.
+    Due,
+    /// The earliest timers are all due at this tick.
+    At(u64),
+    /// The earliest timer is in the slot spanning `start ..= last`.
+    InSlot { start: u64, last: u64 },
+}
+
 /// A hierarchical timing wheel over a [`Storage`] `S`, with `SLOTS` slots
 /// per level and `LEVELS` levels. Use it through [`Wheel`] (growable) or
 /// [`FixedWheel`] (fixed capacity, no allocation).
@@ -81,6 +93,28 @@ pub type Wheel<T, const SLOTS: usize = 64, const LEVELS: usize = 11> =
 /// A wheel with room for exactly `N` timers, stored inline: it never
 /// allocates, and [`try_insert`](TimerWheel::try_insert) hands the value back
 /// in [`Full`] when all `N` are pending.
+///
+/// **Memory.** With `P` the pointer size (4 or 8 bytes),
+/// `size_of::<FixedWheel<T, N, SLOTS, LEVELS>>()` is, rounded up to the
+/// alignment of a `u64` (8; 4 on i686):
+///
+/// - per wheel: `56 + 3P + LEVELS × (8 + 16 × SLOTS)` (the level tables
+///   and the clock; `2P` instead of `3P` without the `alloc` feature);
+/// - per timer: `16 + E`: the deadline and two links, then the entry,
+///   `E` = `size_of::<T>() + 8` (a tag and a generation) rounded up to
+///   `T`'s alignment (at least 4), and at least 12; for a `T` with a niche
+///   the tag can use (a reference, a [`Waker`](core::task::Waker)),
+///   `size_of::<T>() + 4` rounded up. (A `T` aligned to less than 4 may
+///   pack tighter than this.)
+///
+/// | 64 slots × 11 levels | per wheel | per `u32` timer | per `u64` timer | per `Waker` |
+/// |----------------------|-----------|-----------------|-----------------|-------------|
+/// | 64-bit target        | 11 432 B  | 28 B            | 32 B            | 40 B        |
+/// | 32-bit target        | 11 420 B  | 28 B            | 32 B            | 28 B        |
+///
+/// A smaller geometry shrinks the tables: 8 slots × 22 levels take
+/// 3 016 B instead of 11 376 B. `tests/memory.rs` pins these figures on
+/// the host and on i686.
 ///
 /// # Examples
 /// ```
@@ -199,15 +233,16 @@ impl<T, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, VecStorage<T>, SL
 }
 
 impl<T, const N: usize> TimerWheel<T, ArrayStorage<T, N>> {
-    /// An empty fixed wheel whose clock starts at tick 0.
+    /// An empty fixed wheel whose clock starts at tick 0. `const`, so a
+    /// wheel can be a `static`.
     ///
     /// # Examples
     /// ```
     /// let wheel = wheel_core::FixedWheel::<u8, 16>::new();
     /// assert_eq!(wheel.capacity(), 16);
     /// ```
-    pub fn new() -> Self {
-        Self::with_geometry(0)
+    pub const fn new() -> Self {
+        Self::fixed(0)
     }
 
     /// An empty fixed wheel whose clock starts at `now`.
@@ -217,8 +252,24 @@ impl<T, const N: usize> TimerWheel<T, ArrayStorage<T, N>> {
     /// let wheel = wheel_core::FixedWheel::<u8, 16>::starting_at(42);
     /// assert_eq!(wheel.now(), 42);
     /// ```
-    pub fn starting_at(now: u64) -> Self {
-        Self::with_geometry(now)
+    pub const fn starting_at(now: u64) -> Self {
+        Self::fixed(now)
+    }
+}
+
+impl<T, const N: usize, const SLOTS: usize, const LEVELS: usize>
+    TimerWheel<T, ArrayStorage<T, N>, SLOTS, LEVELS>
+{
+    /// An empty fixed wheel of any geometry at `now`, in a `const` context.
+    pub(crate) const fn fixed(now: u64) -> Self {
+        let () = Geometry::<SLOTS, LEVELS>::CHECK;
+        Self {
+            now,
+            lists: Lists::EMPTY,
+            due_cursor: 0,
+            stage: Stage::NONE,
+            slab: Slab::new(ArrayStorage::new()),
+        }
     }
 }
 
@@ -255,7 +306,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
             now,
             lists: Lists::EMPTY,
             due_cursor: 0,
-            stage: Stage::default(),
+            stage: Stage::NONE,
             slab: Slab::new(storage),
         }
     }
@@ -342,7 +393,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     pub fn cancel(&mut self, id: TimerId) -> Option<T> {
         let index = self.slab.index_of(id)?;
         self.unlink(index);
-        Some(self.slab.remove(index).value)
+        Some(self.slab.remove(index)?.value)
     }
 
     /// Moves a pending timer to a new deadline (≤ [`now`](Self::now): due at
@@ -391,8 +442,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     /// ```
     #[inline]
     pub fn get(&self, id: TimerId) -> Option<&T> {
-        let index = self.slab.index_of(id)?;
-        Some(self.slab.value(index))
+        self.slab.get(id)
     }
 
     /// The id of the timer pending at slab index `index` (see
@@ -424,8 +474,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     /// ```
     #[inline]
     pub fn get_mut(&mut self, id: TimerId) -> Option<&mut T> {
-        let index = self.slab.index_of(id)?;
-        Some(self.slab.value_mut(index))
+        self.slab.get_mut(id)
     }
 
     /// Moves the clock to `max(now, self.now())` and yields every timer with
@@ -544,7 +593,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
             area.slot = slot;
             area.start = Geometry::<SLOTS, LEVELS>::slot_start(now, level, slot);
         }
-        let heads = &mut self.lists.levels[area.level].heads[area.slot];
+        let heads = self.lists.level_mut(area.level).slot_mut(area.slot);
         let mut moved = 0;
         while moved < max && *heads != NO_HEADS {
             for head in heads.iter_mut() {
@@ -726,6 +775,101 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
         ))
     }
 
+    /// The value pending at slab index `index`, for a caller that keeps
+    /// indexes of pending timers (as `id_at` then `get`, in one lookup).
+    #[inline]
+    pub(crate) fn value_at(&self, index: u32) -> Option<&T> {
+        self.slab.value_at(index)
+    }
+
+    /// The deadline of the timer pending at slab index `index` (any value
+    /// if none is).
+    #[inline]
+    pub(crate) fn deadline_at(&self, index: u32) -> u64 {
+        self.slab.link(index).deadline
+    }
+
+    /// The next timer [`advance`](Self::advance)`(now)` would yield, without
+    /// an iterator to drop: for a caller that does more between timers.
+    #[inline]
+    pub(crate) fn pop_expired(&mut self, now: u64) -> Option<Expired<T>> {
+        loop {
+            if let Some(expired) = self.pop_due() {
+                return Some(expired);
+            }
+            if !self.step(now) {
+                return None;
+            }
+        }
+    }
+
+    /// Where the earliest pending deadline lies, for a caller that needs it
+    /// exactly ([`WakerQueue`](crate::WakerQueue)): a level-0 slot holds one
+    /// deadline, its start; any other list needs [`Self::least_deadline`].
+    /// Only for a wheel that never cascades ahead.
+    #[inline]
+    pub(crate) fn earliest(&self) -> Earliest {
+        if self.lists.due != NO_HEADS {
+            return Earliest::Due;
+        }
+        match self.next_slot() {
+            None => Earliest::Empty,
+            Some((0, _, start)) => Earliest::At(start),
+            Some((level, _, start)) => Earliest::InSlot {
+                start,
+                last: start | ((1 << Geometry::<SLOTS, LEVELS>::shift(level)) - 1),
+            },
+        }
+    }
+
+    /// The least deadline on the due lists if any is due, else in the
+    /// earliest slot: a walk of those lists, `u64::MAX` if there are none.
+    /// Only for a wheel that never cascades ahead.
+    pub(crate) fn least_deadline(&self) -> u64 {
+        let heads = if self.lists.due != NO_HEADS {
+            self.lists.due
+        } else if let Some((level, slot, _)) = self.next_slot() {
+            *self.lists.level(level).slot(slot)
+        } else {
+            return u64::MAX;
+        };
+        let mut least = u64::MAX;
+        for mut index in heads {
+            while index != NIL {
+                let link = self.slab.link(index);
+                least = least.min(link.deadline);
+                index = link.next;
+            }
+        }
+        least
+    }
+
+    /// Some pending timers of the latest occupied slot (the due lists if no
+    /// slot is occupied), as (index, deadline): each list's first two. A
+    /// full [`WakerQueue`](crate::WakerQueue) wakes one of them early.
+    pub(crate) fn latest(&self) -> [(u32, u64); 2 * STRIPES] {
+        let heads = match self.lists.occupied_levels {
+            0 => self.lists.due,
+            levels => {
+                let level = self.lists.level(63 - levels.leading_zeros() as usize);
+                *level.slot(63 - level.occupied.leading_zeros() as usize)
+            }
+        };
+        let mut latest = [(NIL, 0); 2 * STRIPES];
+        for (pair, head) in latest.chunks_exact_mut(2).zip(heads) {
+            let mut index = head;
+            for found in pair {
+                if index == NIL {
+                    break;
+                }
+                let link = self.slab.link(index);
+                *found = (index, link.deadline);
+                index = link.next;
+            }
+        }
+        latest
+    }
+
     /// Pushes a linked-out entry onto the list its deadline belongs on.
     #[inline(always)]
     fn link(&mut self, index: u32, deadline: u64) {
@@ -774,7 +918,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
         let place = self.place_of(link.deadline);
         if let (Some((level, slot)), Some(st)) = (place, self.stage.active_mut()) {
             if st.covers(level, slot) {
-                let own = &mut self.lists.levels[level].heads[slot][stripe];
+                let own = &mut self.lists.level_mut(level).slot_mut(slot)[stripe];
                 if *own == index {
                     *own = next;
                 } else {
@@ -804,8 +948,8 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
             .map(|k| (self.due_cursor + k) % STRIPES)
             .find(|&stripe| self.lists.due[stripe] != NIL)?;
         self.due_cursor = stripe + 1;
-        let index = Self::pop_front(&mut self.slab, &mut self.lists.due[stripe]);
-        Some(self.slab.remove(index))
+        let index = Self::pop_front(&mut self.slab, &mut self.lists.due[stripe % STRIPES]);
+        self.slab.remove(index)
     }
 
     /// Adds due lists to the due lists.
@@ -848,8 +992,11 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
             if st.covers(level, slot) {
                 // The levels below are empty now; the staged ones take their
                 // place, and only what was not staged yet is walked below.
-                for (live, staged) in self.lists.levels[..level]
+                for (live, staged) in self
+                    .lists
+                    .levels
                     .iter_mut()
+                    .take(level)
                     .zip(&mut st.lists.levels)
                 {
                     debug_assert_eq!(live.occupied, 0, "live level below a cascading slot");
@@ -968,8 +1115,8 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> Iterator
         while self.index < self.wheel.slab.entries_len() {
             let index = self.index;
             self.index += 1;
-            if self.wheel.slab.is_occupied(index) {
-                return Some(self.wheel.slab.remove(index as u32));
+            if let Some(expired) = self.wheel.slab.remove(index as u32) {
+                return Some(expired);
             }
         }
         None

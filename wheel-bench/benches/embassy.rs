@@ -1,0 +1,259 @@
+//! wheel-core's `WakerQueue` against embassy's `ConstGenericQueue` (from
+//! `embassy-time-queue-utils`, the queue embassy's generic time drivers
+//! keep), side by side in one criterion group per call, at 8, 64 and 512
+//! pending tasks.
+//!
+//! ```text
+//! cargo bench -p wheel-bench --bench embassy                     # everything, about a minute
+//! cargo bench -p wheel-bench --bench embassy -- 'repoll/'         # one group
+//! ```
+//!
+//! The shapes, per call:
+//!
+//! - `new_task`: `schedule_wake` for a task not queued (a task starting to
+//!   wait), deadlines earlier than the pending ones'. Timed in batches of
+//!   8 around `n` pending (`n - 4` to `n + 4`); each batch is then fired
+//!   untimed.
+//! - `repoll`: `schedule_wake` for a queued task at a later deadline than
+//!   its own (a task polled again, or two timers in one task): no change.
+//! - `expire`: `next_expiration` when one task is due (the alarm fired):
+//!   it is woken, and the next deadline is returned. Timed in batches of
+//!   8 around `n` pending (`n + 4` to `n - 4`); each batch's tasks are then
+//!   queued again untimed.
+//! - `idle`: `next_expiration` with nothing due (the driver's call after a
+//!   `schedule_wake` that asked for a re-arm).
+//!
+//! Only the batches are timed, each with two readings of the monotonic
+//! clock less what a reading costs: a batch takes well under a
+//! microsecond, so another process's time slice seldom lands in one (the
+//! whole loop would be timed by `iter`, slices and all). Their cache
+//! pollution still shows on a shared machine: quote ratios from one run.
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::sync::OnceLock;
+use std::task::{Wake, Waker};
+use std::time::{Duration, Instant};
+
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, BenchmarkId, Criterion};
+use embassy_time_queue_utils::queue_generic::ConstGenericQueue;
+use wheel_core::WakerQueue;
+
+/// Calls timed together in `new_task` and `expire`.
+const BATCH: u64 = 8;
+/// Calls timed together in `repoll` and `idle`.
+const RUN: u64 = 256;
+/// Far deadlines of the pending tasks: the clock never gets there.
+const FAR: u64 = 1 << 40;
+
+/// What one clock reading adds to a timed span: the median of many
+/// back-to-back pairs, subtracted from every timed batch.
+fn clock_cost() -> Duration {
+    static COST: OnceLock<Duration> = OnceLock::new();
+    *COST.get_or_init(|| {
+        let mut pairs: Vec<Duration> = (0..10_001)
+            .map(|_| {
+                let start = Instant::now();
+                start.elapsed()
+            })
+            .collect();
+        pairs.sort_unstable();
+        pairs[pairs.len() / 2]
+    })
+}
+
+/// Time of `f`, less the cost of reading the clock.
+fn measure(f: impl FnOnce()) -> Duration {
+    let start = Instant::now();
+    f();
+    start.elapsed().saturating_sub(clock_cost())
+}
+
+/// Per-call time of `batches` batches of `per_batch` calls, `iters` asked.
+fn per_iteration(timed: Duration, iters: u64, batches: u64, per_batch: u64) -> Duration {
+    timed.mul_f64(iters as f64 / (batches * per_batch) as f64)
+}
+
+/// The two queues' shared calls.
+trait Queue {
+    const NAME: &'static str;
+    fn new() -> Self;
+    fn schedule_wake(&mut self, at: u64, waker: &Waker) -> bool;
+    fn next_expiration(&mut self, now: u64) -> u64;
+}
+
+impl<const N: usize> Queue for WakerQueue<N> {
+    const NAME: &'static str = "wheel-core";
+    fn new() -> Self {
+        WakerQueue::new()
+    }
+    fn schedule_wake(&mut self, at: u64, waker: &Waker) -> bool {
+        WakerQueue::schedule_wake(self, at, waker)
+    }
+    fn next_expiration(&mut self, now: u64) -> u64 {
+        WakerQueue::next_expiration(self, now)
+    }
+}
+
+impl<const N: usize> Queue for ConstGenericQueue<N> {
+    const NAME: &'static str = "embassy";
+    fn new() -> Self {
+        ConstGenericQueue::new()
+    }
+    fn schedule_wake(&mut self, at: u64, waker: &Waker) -> bool {
+        ConstGenericQueue::schedule_wake(self, at, waker)
+    }
+    fn next_expiration(&mut self, now: u64) -> u64 {
+        ConstGenericQueue::next_expiration(self, now)
+    }
+}
+
+/// A task whose wake does nothing; each one's waker is distinct.
+struct Task;
+
+impl Wake for Task {
+    fn wake(self: Arc<Self>) {}
+}
+
+fn wakers(n: usize) -> Vec<Waker> {
+    (0..n).map(|_| Waker::from(Arc::new(Task))).collect()
+}
+
+/// A queue with `n` tasks pending at far, distinct deadlines.
+fn filled<Q: Queue>(wakers: &[Waker]) -> Q {
+    let mut queue = Q::new();
+    for (k, waker) in wakers.iter().enumerate() {
+        queue.schedule_wake(FAR + k as u64 * 7_919, waker);
+    }
+    queue
+}
+
+fn new_task<Q: Queue>(group: &mut BenchmarkGroup<'_, WallTime>, n: usize) {
+    let pending = wakers(n - BATCH as usize / 2);
+    let fresh = wakers(BATCH as usize);
+    let mut queue: Q = filled(&pending);
+    let mut now = 0;
+    group.bench_function(BenchmarkId::new(Q::NAME, n), |b| {
+        b.iter_custom(|iters| {
+            let mut timed = Duration::ZERO;
+            let batches = iters.div_ceil(BATCH);
+            for _ in 0..batches {
+                timed += measure(|| {
+                    for (k, waker) in fresh.iter().enumerate() {
+                        // Spread over 1 000 ticks, all before the pending ones.
+                        let at = now + 1 + (k as u64 * 383) % 1_000;
+                        black_box(queue.schedule_wake(black_box(at), waker));
+                    }
+                });
+                now += 1_000;
+                black_box(queue.next_expiration(now));
+            }
+            per_iteration(timed, iters, batches, BATCH)
+        });
+    });
+}
+
+fn repoll<Q: Queue>(group: &mut BenchmarkGroup<'_, WallTime>, n: usize) {
+    let pending = wakers(n);
+    let mut queue: Q = filled(&pending);
+    let mut k = 0;
+    group.bench_function(BenchmarkId::new(Q::NAME, n), |b| {
+        b.iter_custom(|iters| {
+            let batches = iters.div_ceil(RUN);
+            let mut timed = Duration::ZERO;
+            for _ in 0..batches {
+                timed += measure(|| {
+                    for _ in 0..RUN {
+                        // Tasks in turn, so a scan meets them at every depth.
+                        k = (k + 1) % n;
+                        black_box(queue.schedule_wake(black_box(FAR * 2), &pending[k]));
+                    }
+                });
+            }
+            per_iteration(timed, iters, batches, RUN)
+        });
+    });
+}
+
+fn expire<Q: Queue>(group: &mut BenchmarkGroup<'_, WallTime>, n: usize) {
+    // `n + 4` tasks due one after another, `STEP` ticks apart.
+    const STEP: u64 = 97;
+    let tasks = wakers(n + BATCH as usize / 2);
+    let mut queue = Q::new();
+    let mut due: Vec<u64> = (1..=tasks.len() as u64).map(|k| k * STEP).collect();
+    for (waker, &at) in tasks.iter().zip(&due) {
+        queue.schedule_wake(at, waker);
+    }
+    let period = tasks.len() as u64 * STEP;
+    let mut next = 0;
+    group.bench_function(BenchmarkId::new(Q::NAME, n), |b| {
+        b.iter_custom(|iters| {
+            let mut timed = Duration::ZERO;
+            let batches = iters.div_ceil(BATCH);
+            for _ in 0..batches {
+                let first = next;
+                timed += measure(|| {
+                    for k in 0..BATCH as usize {
+                        let now = due[(first + k) % due.len()];
+                        black_box(queue.next_expiration(black_box(now)));
+                    }
+                });
+                // The batch's tasks wait again, one period on.
+                for k in 0..BATCH as usize {
+                    let task = (first + k) % due.len();
+                    due[task] += period;
+                    queue.schedule_wake(due[task], &tasks[task]);
+                }
+                next = (first + BATCH as usize) % due.len();
+            }
+            per_iteration(timed, iters, batches, BATCH)
+        });
+    });
+}
+
+fn idle<Q: Queue>(group: &mut BenchmarkGroup<'_, WallTime>, n: usize) {
+    let pending = wakers(n);
+    let mut queue: Q = filled(&pending);
+    group.bench_function(BenchmarkId::new(Q::NAME, n), |b| {
+        b.iter_custom(|iters| {
+            let batches = iters.div_ceil(RUN);
+            let mut timed = Duration::ZERO;
+            for _ in 0..batches {
+                timed += measure(|| {
+                    for _ in 0..RUN {
+                        black_box(queue.next_expiration(black_box(FAR - 1)));
+                    }
+                });
+            }
+            per_iteration(timed, iters, batches, RUN)
+        });
+    });
+}
+
+/// Each shape on both queues at every size; the queues hold 8 more tasks
+/// than `n`, room for the batches.
+macro_rules! group {
+    ($criterion:expr, $body:ident) => {{
+        let mut group = $criterion.benchmark_group(stringify!($body));
+        group.warm_up_time(Duration::from_millis(300));
+        group.measurement_time(Duration::from_millis(1_200));
+        group.sample_size(30);
+        $body::<WakerQueue<16>>(&mut group, 8);
+        $body::<ConstGenericQueue<16>>(&mut group, 8);
+        $body::<WakerQueue<72>>(&mut group, 64);
+        $body::<ConstGenericQueue<72>>(&mut group, 64);
+        $body::<WakerQueue<520>>(&mut group, 512);
+        $body::<ConstGenericQueue<520>>(&mut group, 512);
+        group.finish();
+    }};
+}
+
+fn main() {
+    let mut criterion = Criterion::default().configure_from_args();
+    group!(criterion, new_task);
+    group!(criterion, repoll);
+    group!(criterion, expire);
+    group!(criterion, idle);
+    criterion.final_summary();
+}

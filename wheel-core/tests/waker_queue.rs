@@ -1,0 +1,392 @@
+//! `WakerQueue`: its contract case by case, then quickcheck op sequences
+//! against a map of task to deadline, with every wake counted.
+
+use std::collections::BTreeMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Wake, Waker};
+
+use quickcheck::{Arbitrary, Gen, QuickCheck};
+use wheel_core::WakerQueue;
+
+/// A task that counts its wakes, and panics on them when told to.
+#[derive(Default)]
+struct Task {
+    woken: AtomicUsize,
+    panics: bool,
+}
+
+impl Wake for Task {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.woken.fetch_add(1, Ordering::Relaxed);
+        assert!(!self.panics, "this waker panics");
+    }
+}
+
+fn tasks(n: usize) -> (Vec<Arc<Task>>, Vec<Waker>) {
+    let tasks: Vec<Arc<Task>> = (0..n).map(|_| Arc::new(Task::default())).collect();
+    let wakers = tasks.iter().map(|task| Waker::from(task.clone())).collect();
+    (tasks, wakers)
+}
+
+fn woken(tasks: &[Arc<Task>]) -> Vec<usize> {
+    tasks
+        .iter()
+        .map(|task| task.woken.load(Ordering::Relaxed))
+        .collect()
+}
+
+#[test]
+fn an_empty_queue_has_no_deadline_and_its_first_entry_arms_the_alarm() {
+    let mut queue: WakerQueue<4> = WakerQueue::new();
+    assert_eq!(queue.next_expiration(0), u64::MAX);
+    assert!(queue.schedule_wake(u64::MAX, Waker::noop()), "was empty");
+    assert_eq!(queue.next_expiration(1 << 60), u64::MAX);
+    assert_eq!(queue.len(), 1);
+    assert_eq!(queue.next_expiration(u64::MAX), u64::MAX);
+    assert!(queue.is_empty());
+}
+
+#[test]
+fn a_task_keeps_its_earliest_deadline_and_is_woken_once() {
+    let (tasks, wakers) = tasks(1);
+    let mut queue: WakerQueue<4> = WakerQueue::new();
+    assert!(queue.schedule_wake(100, &wakers[0]));
+    assert!(!queue.schedule_wake(200, &wakers[0]), "later: no change");
+    assert!(
+        !queue.schedule_wake(100, &wakers[0].clone()),
+        "a clone is the same task"
+    );
+    assert_eq!(queue.len(), 1);
+    assert!(queue.schedule_wake(60, &wakers[0]), "earlier: re-arm");
+    queue.validate();
+    assert_eq!(queue.next_expiration(59), 60);
+    assert_eq!(woken(&tasks), [0]);
+    assert_eq!(queue.next_expiration(60), u64::MAX);
+    assert_eq!(woken(&tasks), [1]);
+    assert_eq!(queue.next_expiration(1_000), u64::MAX);
+    assert_eq!(woken(&tasks), [1]);
+}
+
+#[test]
+fn only_a_new_earliest_deadline_moves_the_alarm() {
+    let (tasks, wakers) = tasks(3);
+    let mut queue: WakerQueue<4> = WakerQueue::new();
+    assert!(queue.schedule_wake(500, &wakers[0]));
+    assert!(!queue.schedule_wake(700, &wakers[1]), "behind 500");
+    assert!(!queue.schedule_wake(500, &wakers[2]), "ties 500");
+    assert!(
+        !queue.schedule_wake(600, &wakers[1]),
+        "earlier, still behind 500"
+    );
+    assert!(queue.schedule_wake(400, &wakers[1]), "ahead of 500");
+    queue.validate();
+    assert_eq!(queue.next_expiration(0), 400);
+    assert_eq!(queue.next_expiration(450), 500);
+    assert_eq!(woken(&tasks), [0, 1, 0]);
+    assert_eq!(queue.next_expiration(500), u64::MAX);
+    assert_eq!(woken(&tasks), [1, 1, 1]);
+}
+
+#[test]
+fn a_deadline_already_passed_is_woken_by_the_next_call() {
+    let (tasks, wakers) = tasks(2);
+    let mut queue: WakerQueue<4> = WakerQueue::new();
+    queue.schedule_wake(1_000, &wakers[0]);
+    assert_eq!(queue.next_expiration(900), 1_000);
+    assert!(queue.schedule_wake(5, &wakers[1]), "in the past: re-arm");
+    assert_eq!(queue.next_expiration(900), 1_000);
+    assert_eq!(woken(&tasks), [0, 1]);
+}
+
+#[test]
+fn stepping_to_each_answer_wakes_each_task_exactly_at_its_deadline() {
+    for start in [0, (1 << 36) - 300, u64::MAX - 5_000_000] {
+        let deadlines: Vec<u64> = (0..40u64)
+            .map(|k| start + 1 + (k * 7_919 + k * k * 104_729) % 4_000_000)
+            .collect();
+        let (tasks, wakers) = tasks(deadlines.len());
+        let mut queue: WakerQueue<40> = WakerQueue::new();
+        queue.next_expiration(start);
+        for (waker, &at) in wakers.iter().zip(&deadlines) {
+            queue.schedule_wake(at, waker);
+        }
+        queue.validate();
+        let mut now = queue.next_expiration(start);
+        while now != u64::MAX {
+            let before = woken(&tasks);
+            let next = queue.next_expiration(now);
+            queue.validate();
+            for (k, (&was, &is)) in before.iter().zip(&woken(&tasks)).enumerate() {
+                let due = deadlines[k] == now;
+                assert_eq!(is - was, usize::from(due), "task {k} at {now}");
+            }
+            assert!(next > now, "{next} after {now}");
+            now = next;
+        }
+        assert_eq!(woken(&tasks), vec![1; deadlines.len()], "from {start}");
+    }
+}
+
+#[test]
+fn a_full_queue_wakes_one_task_early_and_loses_none() {
+    let (tasks, wakers) = tasks(5);
+    let mut queue: WakerQueue<4> = WakerQueue::new();
+    for (k, waker) in wakers[..4].iter().enumerate() {
+        queue.schedule_wake(100 + k as u64 * 1_000_000, waker);
+    }
+    assert!(!queue.schedule_wake(50_000, &wakers[4]), "100 stays first");
+    queue.validate();
+    assert_eq!(queue.len(), 4);
+    let early = woken(&tasks);
+    assert_eq!(early.iter().sum::<usize>(), 1, "one woken early: {early:?}");
+    assert_eq!(early[4], 0, "not the new task");
+    assert_eq!(
+        early[0], 0,
+        "not the earliest, which room was made without moving"
+    );
+    assert_eq!(queue.next_expiration(u64::MAX), u64::MAX);
+    assert_eq!(woken(&tasks), [1; 5], "every task woken once");
+}
+
+#[test]
+fn a_full_queue_of_one_hands_its_entry_to_the_new_task() {
+    let (tasks, wakers) = tasks(2);
+    let mut queue: WakerQueue<1> = WakerQueue::new();
+    assert!(queue.schedule_wake(100, &wakers[0]));
+    assert!(
+        !queue.schedule_wake(200, &wakers[1]),
+        "the earliest got later"
+    );
+    assert_eq!(woken(&tasks), [1, 0]);
+    assert_eq!(queue.next_expiration(150), 200);
+    assert!(queue.schedule_wake(50, &wakers[0]));
+    assert_eq!(woken(&tasks), [1, 1]);
+    assert_eq!(queue.next_expiration(150), u64::MAX);
+    assert_eq!(woken(&tasks), [2, 1]);
+}
+
+#[test]
+fn a_full_queue_with_one_deadline_keeps_it() {
+    let (tasks, wakers) = tasks(9);
+    let mut queue: WakerQueue<8> = WakerQueue::new();
+    for waker in &wakers[..8] {
+        queue.schedule_wake(777, waker);
+    }
+    assert!(!queue.schedule_wake(777, &wakers[8]));
+    queue.validate();
+    assert_eq!(queue.next_expiration(0), 777);
+    assert_eq!(queue.next_expiration(777), u64::MAX);
+    assert_eq!(woken(&tasks), [1; 9]);
+}
+
+#[test]
+fn a_waker_that_panics_leaves_a_consistent_queue_and_the_rest_pending() {
+    let mut tasks: Vec<Arc<Task>> = (0..6).map(|_| Arc::new(Task::default())).collect();
+    tasks[2] = Arc::new(Task {
+        panics: true,
+        ..Task::default()
+    });
+    let wakers: Vec<Waker> = tasks.iter().map(|t| Waker::from(t.clone())).collect();
+    let mut queue: WakerQueue<8> = WakerQueue::new();
+    for waker in &wakers {
+        queue.schedule_wake(10, waker);
+    }
+    let unwound = catch_unwind(AssertUnwindSafe(|| queue.next_expiration(10)));
+    assert!(unwound.is_err(), "the panic reaches the caller");
+    queue.validate();
+    let after_panic = woken(&tasks);
+    assert_eq!(after_panic[2], 1);
+    assert!(after_panic.iter().all(|&w| w <= 1), "{after_panic:?}");
+    assert_eq!(queue.len(), after_panic.iter().filter(|&&w| w == 0).count());
+    // The next call wakes the rest; the one that panicked is gone.
+    assert_eq!(queue.next_expiration(10), u64::MAX);
+    assert_eq!(woken(&tasks), [1; 6]);
+    assert!(queue.schedule_wake(20, &wakers[0]), "usable again");
+    queue.validate();
+}
+
+#[test]
+fn a_queue_can_be_a_static() {
+    static QUEUE: std::sync::Mutex<WakerQueue<8>> = std::sync::Mutex::new(WakerQueue::new());
+    let mut queue = QUEUE.lock().unwrap();
+    assert!(queue.schedule_wake(3, Waker::noop()));
+    assert_eq!(queue.next_expiration(3), u64::MAX);
+}
+
+#[test]
+fn a_ticking_task_below_a_crowded_slot_keeps_every_deadline_exact() {
+    // 200 tasks far out in one slot, one task ticking below them: the
+    // earliest deadline stays exact as the ticker fires and comes back.
+    let (tasks, wakers) = tasks(201);
+    let mut queue: WakerQueue<201> = WakerQueue::new();
+    for (k, waker) in wakers[1..].iter().enumerate() {
+        queue.schedule_wake(3_000_000 + k as u64 * 13, waker);
+    }
+    let mut now = 0;
+    for _ in 0..100 {
+        assert!(queue.schedule_wake(now + 1_000, &wakers[0]));
+        now += 1_000;
+        assert_eq!(queue.next_expiration(now), 3_000_000);
+        queue.validate();
+    }
+    assert_eq!(woken(&tasks)[0], 100);
+    assert_eq!(queue.next_expiration(3_000_000 + 13), 3_000_000 + 26);
+    assert_eq!(woken(&tasks)[1..4], [1, 1, 0]);
+}
+
+/// What a model test does next.
+#[derive(Clone, Debug)]
+enum Op {
+    /// `schedule_wake` for one of `TASKS` tasks, at a tick relative to now.
+    Schedule { task: usize, at: Offset },
+    /// `next_expiration` at a later tick.
+    Expire { by: u64 },
+}
+
+/// A deadline relative to the clock.
+#[derive(Clone, Copy, Debug)]
+enum Offset {
+    Ahead(u64),
+    Behind(u64),
+    Never,
+}
+
+/// More tasks than entries, so the queue fills up.
+const TASKS: usize = 12;
+const ENTRIES: usize = 8;
+
+fn spread(g: &mut Gen) -> u64 {
+    // Ticks at every scale: within a level-0 slot up to far levels.
+    let bits = u32::arbitrary(g) % 45;
+    u64::arbitrary(g) & ((1u64 << bits) - 1)
+}
+
+impl Arbitrary for Op {
+    fn arbitrary(g: &mut Gen) -> Self {
+        match u8::arbitrary(g) % 8 {
+            0..=4 => Op::Schedule {
+                task: usize::arbitrary(g) % TASKS,
+                at: match u8::arbitrary(g) % 16 {
+                    0 => Offset::Never,
+                    1 | 2 => Offset::Behind(spread(g)),
+                    _ => Offset::Ahead(spread(g)),
+                },
+            },
+            _ => Op::Expire { by: spread(g) },
+        }
+    }
+
+    fn shrink(&self) -> Box<dyn Iterator<Item = Self>> {
+        match *self {
+            Op::Schedule { task, at } => {
+                Box::new(task.shrink().map(move |task| Op::Schedule { task, at }))
+            }
+            Op::Expire { by } => Box::new(by.shrink().map(|by| Op::Expire { by })),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Case {
+    start: u64,
+    ops: Vec<Op>,
+}
+
+impl Arbitrary for Case {
+    fn arbitrary(g: &mut Gen) -> Self {
+        let start = match u8::arbitrary(g) % 4 {
+            0 => 0,
+            1 => (1 << 36) - spread(g) % 5_000,
+            2 => u64::MAX - spread(g),
+            _ => spread(g),
+        };
+        Case {
+            start,
+            ops: Vec::arbitrary(g),
+        }
+    }
+
+    fn shrink(&self) -> Box<dyn Iterator<Item = Self>> {
+        let start = self.start;
+        Box::new(self.ops.shrink().map(move |ops| Case { start, ops }))
+    }
+}
+
+/// Runs a case against the model, checking every answer and every wake.
+fn agrees(case: Case) -> bool {
+    let (tasks, wakers) = tasks(TASKS);
+    let mut queue: WakerQueue<ENTRIES> = WakerQueue::new();
+    let mut model: BTreeMap<usize, u64> = BTreeMap::new();
+    let mut now = case.start;
+    queue.next_expiration(now);
+    let mut seen = woken(&tasks);
+    let earliest = |model: &BTreeMap<usize, u64>| model.values().copied().min().unwrap_or(u64::MAX);
+    for op in case.ops {
+        match op {
+            Op::Schedule { task, at } => {
+                let at = match at {
+                    Offset::Ahead(by) => now.saturating_add(by),
+                    Offset::Behind(by) => now.saturating_sub(by),
+                    Offset::Never => u64::MAX,
+                };
+                let before = earliest(&model);
+                let was_empty = model.is_empty();
+                let moved = queue.schedule_wake(at, &wakers[task]);
+                let now_woken = woken(&tasks);
+                let early: Vec<usize> = (0..TASKS).filter(|&k| now_woken[k] != seen[k]).collect();
+                if model.contains_key(&task) || model.len() < ENTRIES {
+                    assert!(early.is_empty(), "woken early with room: {early:?}");
+                } else {
+                    assert_eq!(early.len(), 1, "full: one woken early, not {early:?}");
+                    assert_eq!(now_woken[early[0]] - seen[early[0]], 1);
+                    assert!(
+                        model.remove(&early[0]).is_some(),
+                        "woke {early:?}, not queued"
+                    );
+                }
+                let deadline = model.entry(task).or_insert(at);
+                *deadline = (*deadline).min(at);
+                assert_eq!(
+                    moved,
+                    earliest(&model) < before || was_empty,
+                    "schedule_wake({at}, {task})"
+                );
+                seen = now_woken;
+            }
+            Op::Expire { by } => {
+                now = now.saturating_add(by);
+                let next = queue.next_expiration(now);
+                let now_woken = woken(&tasks);
+                for k in 0..TASKS {
+                    let due = model.get(&k).is_some_and(|&d| d <= now);
+                    assert_eq!(
+                        now_woken[k] - seen[k],
+                        usize::from(due),
+                        "task {k} at {now}"
+                    );
+                }
+                model.retain(|_, &mut d| d > now);
+                assert_eq!(next, earliest(&model), "next_expiration({now})");
+                seen = now_woken;
+            }
+        }
+        assert_eq!(queue.len(), model.len());
+        queue.validate();
+    }
+    true
+}
+
+#[test]
+fn waker_queue_agrees_with_a_map_of_tasks() {
+    QuickCheck::new()
+        .rng(Gen::new(120))
+        .tests(2_000)
+        .max_tests(2_000)
+        .quickcheck(agrees as fn(Case) -> bool);
+}
