@@ -563,19 +563,16 @@ impl Wake {
     fn take(&self) -> Option<Waker> {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
-
-    /// Drops the stored waker, if any, on this thread: `false` if its drop
-    /// panicked. What a `Sleep` does as it goes, so that the entry, which
-    /// the driver may free, holds nothing of the user's.
-    pub(crate) fn clear(&self) -> bool {
-        self.take().is_none_or(drop_caught)
-    }
 }
 
 impl Drop for Wake {
     fn drop(&mut self) {
-        // A waker's drop is user code; the last reference may be the driver's.
-        self.clear();
+        // A waker's drop is user code; the last reference may be the
+        // driver's. `&mut self`: no lock to take.
+        let slot = self.0.get_mut().unwrap_or_else(|e| e.into_inner());
+        if let Some(waker) = slot.take() {
+            drop_caught(waker);
+        }
     }
 }
 
@@ -587,7 +584,10 @@ impl Action for Wake {
     }
 
     unsafe fn cancel(&self) -> bool {
-        self.clear()
+        // The waker stays until the entry is freed, where `Drop` catches a
+        // drop that panics: taking it here would cost every cancelled
+        // sleep a lock.
+        true
     }
 
     unsafe fn abandon(&self) -> bool {

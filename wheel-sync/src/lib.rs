@@ -149,9 +149,10 @@
 //! # User code and the driver
 //!
 //! Nothing a user hands in can stop the driver: a panic in a callback, in
-//! a waker, or in the drop of a closure's captures or of a waker (on fire,
-//! cancel and shutdown) is caught and counted in [`Stats::panicked`], and
-//! everything else still fires. A cancelled callback's closure is dropped
+//! a waker, or in the drop of a closure's captures (on fire, cancel and
+//! shutdown) is caught and counted in [`Stats::panicked`], and everything
+//! else still fires; a waker whose drop panics is caught wherever it goes,
+//! uncounted. A cancelled callback's closure is dropped
 //! by the thread that cancels it, at once. Callbacks run on the driver
 //! thread one after another, so they must be short; a service built with
 //! [`Builder::callback_executor`] hands them to an executor instead.

@@ -222,13 +222,7 @@ impl Drop for Sleep {
     fn drop(&mut self) {
         self.wake_handed();
         let entry = &self.entry;
-        let shared = self.service.shared();
-        if !shared.cancel(entry, || entry.erased()) {
-            // Fired or abandoned, and polled again since, perhaps: the waker
-            // of that last poll goes with the sleep, not with whichever
-            // thread frees the entry.
-            shared.drop_waker(entry.action());
-        }
+        self.service.shared().cancel(entry, || entry.erased());
     }
 }
 

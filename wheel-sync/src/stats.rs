@@ -53,7 +53,9 @@ pub struct Stats {
     /// Panics of user code, caught and counted, after which the driver (or
     /// the thread that ran it) carried on: callbacks, wakers woken, the
     /// drops of closures and what they capture (on fire, cancel and
-    /// shutdown) and of wakers, and the callback executor itself.
+    /// shutdown), and the callback executor itself. (A waker whose drop
+    /// panics is caught too, where its sleep's timer is freed, but not
+    /// counted.)
     pub panicked: u64,
     /// Live timers now.
     pub pending: usize,

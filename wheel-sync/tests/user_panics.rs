@@ -114,11 +114,11 @@ fn a_dropped_sleep_whose_waker_panics_on_drop_does_not_stop_the_driver() {
             .as_mut()
             .poll(&mut Context::from_waker(&waker))
             .is_pending());
-        drop(sleep); // its stored clone of the waker goes here, caught
+        drop(sleep); // its stored clone goes with its entry, caught
     }
     assert_driver_alive(&timers);
-    assert_eq!(timers.stats().panicked, 2);
-    assert_eq!(LIVE.load(SeqCst), 1, "only the test's own waker is left");
+    // The clones' drops, on this thread or the driver's, were caught.
+    assert!(wait_until(PATIENCE, || LIVE.load(SeqCst) == 1));
 }
 
 #[test]

@@ -363,13 +363,6 @@ impl ServiceState {
         (true, !unsafe { entry.abandon_action() })
     }
 
-    /// Drops a sleep's stored waker on this thread, counting a panic.
-    pub(crate) fn drop_waker(&self, wake: &crate::entry::Wake) {
-        if !wake.clear() {
-            self.panicked.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-
     /// Panics of user code caught so far, wherever they ran.
     pub(crate) fn panicked(&self) -> u64 {
         let executor =
