@@ -31,7 +31,7 @@ pub enum ServerError {
     Io(io::Error),
     /// It exited before answering.
     Exited(ExitStatus),
-    /// It did not answer a PING within [`READY_WITHIN`].
+    /// It did not answer a PING within `READY_WITHIN` (10 s).
     NotReady,
 }
 
