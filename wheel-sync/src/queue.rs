@@ -56,19 +56,24 @@ const SEQ_SHIFT: u32 = 1;
 #[cfg(all(test, not(loom)))]
 pub(crate) mod stall {
     use std::cell::Cell;
-    use std::sync::mpsc::Receiver;
+    use std::sync::mpsc::{Receiver, Sender};
+
+    /// Where to say the push has claimed its place, and what to wait for.
+    type Hold = (Sender<()>, Receiver<()>);
 
     std::thread_local! {
-        static HOLD: Cell<Option<Receiver<()>>> = const { Cell::new(None) };
+        static HOLD: Cell<Option<Hold>> = const { Cell::new(None) };
     }
 
-    /// This thread's next push waits, claimed, for a message on `release`.
-    pub(crate) fn next_push(release: Receiver<()>) {
-        HOLD.with(|hold| hold.set(Some(release)));
+    /// This thread's next push, once it has claimed its place, says so on
+    /// `claimed` and waits for a message on `release`.
+    pub(crate) fn next_push(claimed: Sender<()>, release: Receiver<()>) {
+        HOLD.with(|hold| hold.set(Some((claimed, release))));
     }
 
     pub(super) fn point() {
-        if let Some(release) = HOLD.with(Cell::take) {
+        if let Some((claimed, release)) = HOLD.with(Cell::take) {
+            let _ = claimed.send(());
             let _ = release.recv();
         }
     }
