@@ -4,8 +4,8 @@
 //! A caught panic's payload is user code too: `panic_any(value)` makes the
 //! payload `value`, whose drop may itself panic, and dropping the `Err` of
 //! a `catch_unwind` outside any catch would unwind into the driver after
-//! all. So the payload is dropped under a catch of its own, and forgotten
-//! (leaked) should that drop panic again.
+//! all. So the payload is dropped under a catch of its own, as is the
+//! payload of that drop's panic, if any.
 
 use core::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -26,11 +26,18 @@ pub(crate) fn drop_caught<T>(value: T) -> bool {
     run_caught(move || drop(value))
 }
 
-/// Drops a caught panic's payload without letting its drop unwind.
+/// Drops a caught panic's payload without letting its drop unwind: a drop
+/// that panics leaves a payload of its own (a message, as a rule), dropped
+/// the same way; past a few such, the last one is leaked.
 pub(crate) fn drop_payload(payload: Box<dyn Any + Send>) {
-    if let Err(again) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
-        core::mem::forget(again);
+    let mut payload = payload;
+    for _ in 0..3 {
+        match catch_unwind(AssertUnwindSafe(move || drop(payload))) {
+            Ok(()) => return,
+            Err(again) => payload = again,
+        }
     }
+    core::mem::forget(payload);
 }
 
 #[cfg(all(test, not(loom)))]
