@@ -20,7 +20,7 @@
 //!   driver's wheel. Producers never read it; it is atomic only so that the
 //!   entry is `Sync` without `unsafe`.
 
-use crate::caught::{drop_caught, run_caught};
+use crate::caught::{drop_caught, drop_uncounted, run_caught};
 use core::alloc::Layout;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
@@ -515,7 +515,7 @@ impl<F> Drop for Callback<F> {
         // here; its drop is user code and must not unwind into the driver.
         // SAFETY: `&mut self`: no other thread can reach the cell.
         if let Some(f) = self.0.with_mut(|f| unsafe { (*f).take() }) {
-            drop_caught(f);
+            drop_uncounted(f);
         }
     }
 }
@@ -571,7 +571,7 @@ impl Drop for Wake {
         // driver's. `&mut self`: no lock to take.
         let slot = self.0.get_mut().unwrap_or_else(|e| e.into_inner());
         if let Some(waker) = slot.take() {
-            drop_caught(waker);
+            drop_uncounted(waker);
         }
     }
 }

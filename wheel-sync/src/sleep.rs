@@ -2,6 +2,7 @@
 
 use core::fmt;
 use core::future::Future;
+use core::mem::ManuallyDrop;
 use core::pin::Pin;
 use core::task::{Context, Poll};
 use std::time::Instant;
@@ -37,7 +38,8 @@ use crate::TimerService;
 #[must_use = "futures do nothing unless polled"]
 pub struct Sleep {
     service: TimerService,
-    entry: EntryRef<Wake>,
+    /// Dropped by `Drop` itself, before the count of what its drop caught.
+    entry: ManuallyDrop<EntryRef<Wake>>,
     deadline: Instant,
 }
 
@@ -58,7 +60,7 @@ impl Sleep {
         }
         Self {
             service,
-            entry,
+            entry: ManuallyDrop::new(entry),
             deadline,
         }
     }
@@ -221,8 +223,14 @@ impl Future for Sleep {
 impl Drop for Sleep {
     fn drop(&mut self) {
         self.wake_handed();
+        let shared = self.service.shared();
         let entry = &self.entry;
-        self.service.shared().cancel(entry, || entry.erased());
+        shared.cancel(entry, || entry.erased());
+        // SAFETY: the field is never used again: this is `Drop`.
+        unsafe { ManuallyDrop::drop(&mut self.entry) };
+        // If that was the last reference, its waker went with it: a panic
+        // of the waker's drop was caught there and is counted here.
+        shared.count_uncounted();
     }
 }
 

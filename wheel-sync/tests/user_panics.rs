@@ -122,6 +122,41 @@ fn a_dropped_sleep_whose_waker_panics_on_drop_does_not_stop_the_driver() {
 }
 
 #[test]
+fn a_panicking_waker_drop_is_counted_whichever_thread_frees_the_sleep() {
+    static LIVE: AtomicUsize = AtomicUsize::new(0);
+    // A manual clock: nothing comes due, so each sleep's stored waker is
+    // dropped with its entry, by this thread (a parked sleep taken back)
+    // or by the driver (a queued or filed one), and never woken.
+    let timers = TimerService::builder().manual_clock().build().unwrap();
+    let waker = std::mem::ManuallyDrop::new(bomb_waker(&LIVE));
+    for delay in [
+        Duration::from_millis(1),
+        HOUR,
+        Duration::from_millis(1),
+        HOUR,
+    ] {
+        let mut sleep = Box::pin(timers.sleep(delay));
+        assert!(sleep
+            .as_mut()
+            .poll(&mut Context::from_waker(&waker))
+            .is_pending());
+        drop(sleep);
+    }
+    assert!(wait_until(PATIENCE, || LIVE.load(SeqCst) == 1));
+    assert!(wait_until(PATIENCE, || timers.stats().panicked == 4));
+    // The driver lives on: a timer made due fires.
+    let ran = Arc::new(AtomicUsize::new(0));
+    let count = ran.clone();
+    timers
+        .schedule(Duration::from_millis(1), move || {
+            count.fetch_add(1, SeqCst);
+        })
+        .unwrap();
+    timers.advance(Duration::from_millis(1)).unwrap();
+    assert!(wait_until(PATIENCE, || ran.load(SeqCst) == 1));
+}
+
+#[test]
 fn panics_on_every_path_add_up_in_stats() {
     let timers = TimerService::new();
     let runs = Arc::new(AtomicUsize::new(0));
