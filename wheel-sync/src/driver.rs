@@ -109,6 +109,12 @@ const STALL_NAP: Duration = Duration::from_millis(1);
 /// How long a shutting-down driver waits for an admitted timer's message
 /// while none arrives.
 const SHUTDOWN_PATIENCE: Duration = Duration::from_secs(10);
+/// How long after a sweep the driver may sleep while messages parked since
+/// then wait: they are due a `PARK_MIN` after the sweep at the soonest, and
+/// are filed a `SWEEP_EVERY` before that.
+const PARKED_NAP: Duration = parked::PARK_MIN.saturating_sub(parked::SWEEP_EVERY);
+/// Wheel storage (in timers) made with the driver.
+const FIRST_TIMERS: usize = 256;
 /// Wheel storage (in timers) that is never given back.
 const SHRINK_FLOOR: usize = 4096;
 /// `sleeping_until` while the driver is awake.
@@ -164,11 +170,20 @@ impl Driver {
     pub(crate) fn new(shared: Arc<ServiceState>, consumer: Consumer<Message>) -> Self {
         let now = shared.clock.now_tick();
         let last_sweep = shared.clock.now();
+        let mut wheel = Box::new(Wheel::starting_at(now));
+        let mut jobs = BucketWheel::starting_at(now);
+        // Each wheel makes its staging area on its first cascade ahead and
+        // keeps it, and the storage for the first timers filed is kept
+        // too: made now, these allocations are the build's, not ones in
+        // the middle of a steady load that first left a timer filed.
+        wheel.reserve(FIRST_TIMERS);
+        wheel.cascade_ahead(0);
+        jobs.cascade_ahead(0);
         Self {
             shared,
             consumer,
-            wheel: Box::new(Wheel::starting_at(now)),
-            jobs: BucketWheel::starting_at(now),
+            wheel,
+            jobs,
             batch: Vec::with_capacity(FIRE_BATCH),
             wakers: Vec::new(),
             job_batch: Vec::with_capacity(FIRE_BATCH),
@@ -198,10 +213,13 @@ impl Driver {
             drop_payload(payload);
             self.shared.begin_shutdown();
         }
-        catch_unwind(AssertUnwindSafe(|| self.abandon_all())).unwrap_or_else(|payload| {
-            drop_payload(payload);
-            0
-        })
+        let unfired =
+            catch_unwind(AssertUnwindSafe(|| self.abandon_all())).unwrap_or_else(|payload| {
+                drop_payload(payload);
+                0
+            });
+        self.shared.count_uncounted();
+        unfired
     }
 
     /// One round: files a batch of submissions, fires what is due (at most
@@ -334,48 +352,67 @@ impl Driver {
     /// costs no CPU.
     ///
     /// A sleep longer than [`parked::SWEEP_EVERY`] first files the parked
-    /// messages, and if there were any, goes back to a round instead; one
-    /// parked after that check, with a deadline before the planned wake-up,
-    /// makes its producer wake the driver (the same handshake as a
-    /// submission).
+    /// messages, unless the last sweep was more recent than that (and on a
+    /// manual clock, always), and goes back to a round if one of them is
+    /// due. A message parked since the last sweep, at `S`, is due at
+    /// `S + PARK_MIN` at the soonest: if the check after the fence finds
+    /// one, the driver sleeps no later than [`PARKED_NAP`] past `S` and
+    /// files it then, and a message parked after the check, with a deadline
+    /// before the planned wake-up, makes its producer wake the driver (the
+    /// same handshake as a submission). Going back to a round instead
+    /// would take, and free on the driver, every timer that a thread parks
+    /// and cancels in a loop while the driver is awake.
     fn park(&mut self, busy: bool) -> bool {
+        // What the rounds since the last sleep freed may have held a waker
+        // whose drop panicked (see `caught`).
+        self.shared.count_uncounted();
         let now = self.shared.clock.now();
-        let plan = self.plan(busy);
-        let long = self.sleeps_long(plan, now);
-        if long && self.sweep(now) > 0 {
+        let manual = self.shared.clock.manual_ns().is_some();
+        let mut plan = self.plan(busy);
+        let mut long = self.sleeps_long(plan, now);
+        let stale = manual || now.saturating_duration_since(self.last_sweep) >= parked::SWEEP_EVERY;
+        if long && stale && self.sweep(now) > 0 {
             // What the sweep filed may be due (a parked sleep reset to now):
-            // a round fires it, where a plan made before it could sleep past
-            // it (for good, on a manual clock). Counted as a busy round.
-            return true;
+            // then a round fires it, where the old plan could sleep past it
+            // (for good, on a manual clock). Otherwise the plan takes it in.
+            plan = self.plan(true);
+            if plan.is_some_and(|tick| tick <= self.shared.clock.now_tick()) {
+                return true;
+            }
+            long = self.sleeps_long(plan, now);
         }
         let shared = &*self.shared;
+        // With timers pending, a real clock's sleep ends a RECLAIM_EVERY
+        // from now at the latest, and says so: a producer compares its
+        // timer with the wake-up it can count on, and need not wake a
+        // driver that will be up before its timer anyway.
+        let cap = now + RECLAIM_EVERY;
+        let wake = match plan {
+            Some(tick) if !manual => Some(tick.min(shared.clock.tick_for(cap))),
+            plan => plan,
+        };
         shared
             .sleeping_until
-            .store(plan.unwrap_or(FOREVER), Ordering::Relaxed);
+            .store(wake.unwrap_or(FOREVER), Ordering::Relaxed);
         fence(Ordering::SeqCst);
-        let parked_since = long && shared.parked.any();
+        let nap = (long && shared.parked.any()).then(|| self.last_sweep + PARKED_NAP);
         if self.consumer.is_empty()
-            && !parked_since
             && !shared.sweep_asked.load(Ordering::Relaxed)
             && !shared.shutdown.load(Ordering::Relaxed)
         {
             DriverStats::bump(&shared.stats.wakeups, 1);
             match plan {
-                // Idle: nothing can come due, so nothing to reclaim either;
-                // or a manual clock, which only `advance` moves (waking the
-                // driver as it does).
-                None => thread::park(),
-                Some(_) if self.shared.clock.manual_ns().is_some() => thread::park(),
-                Some(tick) => {
-                    // Timers pending: wake at least every RECLAIM_EVERY, so a
-                    // cancelled timer is freed then, with no wake-up paid by
-                    // the thread that cancelled it.
-                    let now = self.shared.clock.now();
-                    let cap = now + RECLAIM_EVERY;
-                    let at = shared
-                        .clock
-                        .instant_of(tick)
+                // A manual clock only `advance` moves (waking the driver as
+                // it does, and every round sweeps there).
+                _ if manual => thread::park(),
+                // Idle: nothing can come due, so nothing to reclaim either.
+                None if nap.is_none() => thread::park(),
+                _ => {
+                    // Timers pending, or a nap for parked ones: wake by then.
+                    let at = (wake.and_then(|tick| shared.clock.instant_of(tick)))
                         .map_or(cap, |due| due.min(cap));
+                    let at = nap.map_or(at, |nap| nap.min(at));
+                    let now = self.shared.clock.now();
                     if at > now {
                         thread::park_timeout(at - now);
                     }

@@ -18,6 +18,8 @@
 //!   list is empty looks before it allocates. A count beside the depot
 //!   (a hint, read without the lock) keeps a thread from taking the lock
 //!   for a depot that is empty.
+//! - A list takes its whole room from the allocator when its first block
+//!   is kept, so keeping a block never allocates after that.
 //! - Under loom, whose model threads share one OS thread, nothing is kept.
 
 use core::alloc::Layout;
@@ -135,6 +137,15 @@ pub(crate) fn take(layout: Layout) -> NonNull<u8> {
     })
 }
 
+/// Gives a list its whole room the first time a block is kept in it, so
+/// that keeping a block allocates only then, never in a steady loop whose
+/// blocks in flight outgrow the list's earlier high-water mark.
+fn reserve_all<T>(blocks: &mut Vec<T>, room: usize) {
+    if blocks.capacity() == 0 {
+        blocks.reserve_exact(room);
+    }
+}
+
 /// Gives `block`, allocated with `layout` and no longer used, to this
 /// thread's cache, or back to the allocator.
 ///
@@ -147,6 +158,7 @@ pub(crate) unsafe fn give(block: NonNull<u8>, layout: Layout) {
             let blocks = &mut depot().blocks[class];
             let room = blocks.len() < DEPOT_PER_SIZE;
             if room {
+                reserve_all(blocks, DEPOT_PER_SIZE);
                 blocks.push(SendBlock(block));
                 DEPOT_BLOCKS.fetch_add(1, Ordering::Relaxed);
             }
@@ -157,6 +169,7 @@ pub(crate) unsafe fn give(block: NonNull<u8>, layout: Layout) {
                 let blocks = &mut cache.borrow_mut().blocks[class];
                 let room = blocks.len() < PER_SIZE;
                 if room {
+                    reserve_all(blocks, PER_SIZE);
                     blocks.push(block);
                 }
                 room

@@ -207,3 +207,29 @@ fn a_parked_sleep_reset_earlier_completes_on_time() {
     thread::sleep(Duration::from_millis(120));
     assert!(!later.is_elapsed(), "fired at its old deadline");
 }
+
+/// A thread that schedules and cancels in a loop keeps its slot full half
+/// the time: a driver that went back to a round whenever it found a parked
+/// message before a sleep took (and then freed) timer after timer, awake
+/// the whole time. It sleeps between sweeps instead.
+#[test]
+fn a_schedule_and_cancel_loop_does_not_keep_the_driver_awake() {
+    let timers = TimerService::new();
+    // A timer far out keeps the wheel from being empty, so the driver's
+    // sleeps are the ones before an expiration.
+    let _far = timers.schedule(HOUR, || ()).unwrap();
+    let start = Instant::now();
+    let before = timers.stats().rounds;
+    while start.elapsed() < Duration::from_millis(400) {
+        for _ in 0..1_000 {
+            assert!(timers
+                .schedule(Duration::from_secs(1), || ())
+                .unwrap()
+                .cancel());
+        }
+    }
+    let rounds = timers.stats().rounds - before;
+    // A round per sweep, every 40 ms, and a few wake-ups more: not one per
+    // parked timer taken.
+    assert!(rounds < 100, "{rounds} driver rounds in 400 ms");
+}

@@ -6,6 +6,7 @@ use crossbeam_utils::CachePadded;
 use std::time::Duration;
 
 use super::{Message, AWAKE, BACKLOG_CHECK_EVERY, BACKLOG_HIGH, THROTTLE_YIELDS, WAKE_EVERY};
+use crate::caught::take_uncounted;
 use crate::clock::Clock;
 use crate::entry::{self, EntryRef};
 use crate::executor::Executor;
@@ -44,8 +45,8 @@ pub(crate) struct ServiceState {
     /// start of the driver's last round that drained the queue, so
     /// everything due by then has fired. Untouched under the monotonic clock.
     pub(super) caught_up: AtomicU64,
-    /// Panics of user code caught on threads other than the driver: the
-    /// drop of a cancelled callback's closure or of a sleep's waker.
+    /// Panics of user code caught outside a driver round: the drop of a
+    /// cancelled callback's closure, or of a sleep's waker with its entry.
     panicked: AtomicU64,
     /// Where due callbacks run, if not on the driver.
     pub(super) executor: Option<Executor>,
@@ -256,14 +257,16 @@ impl ServiceState {
     /// fence pairs with `park`'s, as in `submit`: either the driver sees the
     /// queued message or the request before it sleeps, or this sees its plan.
     pub(crate) fn hurry(&self, look_by: u64) {
-        self.sweep_asked.store(true, Ordering::Relaxed);
+        // Release, with the driver's Acquire in `sweep_asked`: a driver that
+        // takes the request sees the parked message it is about.
+        self.sweep_asked.store(true, Ordering::Release);
         fence(Ordering::SeqCst);
         self.wake_driver_if(|planned| look_by < planned);
     }
 
     /// Takes back a request for a sweep: whether there was one.
     pub(super) fn sweep_asked(&self) -> bool {
-        self.sweep_asked.load(Ordering::Relaxed) && self.sweep_asked.swap(false, Ordering::Relaxed)
+        self.sweep_asked.load(Ordering::Relaxed) && self.sweep_asked.swap(false, Ordering::Acquire)
     }
 
     /// Cancels `entry` if it is still pending, for its owner: counts it out
@@ -293,6 +296,15 @@ impl ServiceState {
             self.parked.retract(entry.as_ptr());
         }
         true
+    }
+
+    /// Adds the panics caught on this thread where nothing could count them
+    /// (see `caught`) to the service's count.
+    pub(crate) fn count_uncounted(&self) {
+        let n = take_uncounted();
+        if n > 0 {
+            self.panicked.fetch_add(n, Ordering::Relaxed);
+        }
     }
 
     /// Unparks a sleeping driver if `needed(planned wake-up tick)`. The
