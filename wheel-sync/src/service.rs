@@ -499,6 +499,9 @@ impl TimerService {
             pending: shared.pending(),
             max_lateness: Duration::from_nanos(load(&driver.lateness_max_ns)),
             mean_lateness: Duration::from_nanos(mean_ns),
+            lateness: driver
+                .lateness
+                .lateness(Duration::from_nanos(load(&driver.lateness_max_ns))),
             wakeups: load(&driver.wakeups),
             rounds: load(&driver.rounds),
             max_filed_per_round: load(&driver.max_filed),

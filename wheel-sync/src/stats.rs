@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use crate::Lateness;
+
 /// What a shutdown left undone.
 ///
 /// # Examples
@@ -53,9 +55,8 @@ pub struct Stats {
     /// Panics of user code, caught and counted, after which the driver (or
     /// the thread that ran it) carried on: callbacks, wakers woken, the
     /// drops of closures and what they capture (on fire, cancel and
-    /// shutdown), and the callback executor itself. (A waker whose drop
-    /// panics is caught too, where its sleep's timer is freed, but not
-    /// counted.)
+    /// shutdown), of wakers (wherever a sleep's timer is freed), and the
+    /// callback executor itself.
     pub panicked: u64,
     /// Live timers now.
     pub pending: usize,
@@ -63,6 +64,8 @@ pub struct Stats {
     pub max_lateness: Duration,
     /// The mean of that delay over fired timers.
     pub mean_lateness: Duration,
+    /// Its distribution: p50, p99, p99.9 and the maximum.
+    pub lateness: Lateness,
     /// How many times the driver has gone to sleep (and so been woken: by
     /// a due timer, a submission it had to see sooner, or a periodic
     /// reclaim). Scheduling and cancelling in a loop costs about one per

@@ -54,7 +54,7 @@ fn wheel(args: &DelayArgs, progress: bool) -> Result<DelayOutcome, RunError> {
         service.schedule_detached_at(rec.at(d), move || rec.fire(d))?;
     }
     run.scheduled();
-    Ok(run.finish()?)
+    Ok(run.finish_with(Some(&service))?)
 }
 
 fn wheel_tasks(args: &DelayArgs, progress: bool) -> Result<DelayOutcome, RunError> {
@@ -76,7 +76,7 @@ fn wheel_tasks(args: &DelayArgs, progress: bool) -> Result<DelayOutcome, RunErro
     });
     rt.block_on(spawner)?;
     run.scheduled();
-    Ok(run.finish()?)
+    Ok(run.finish_with(Some(TimerService::global()))?)
 }
 
 /// `delayqueue`'s shape on wheel-sync: one task owns every deadline, and
@@ -206,13 +206,24 @@ impl Run {
     /// Waits for the last timer; the CPU time is taken then, before the
     /// statistics are worked out and the process tears down.
     fn finish(self) -> io::Result<DelayOutcome> {
+        self.finish_with(None)
+    }
+
+    /// As [`finish`](Self::finish), with a wheel-sync `service`'s own view
+    /// of the lateness beside the recorder's.
+    fn finish_with(self, service: Option<&TimerService>) -> io::Result<DelayOutcome> {
         self.rec.wait();
         let cpu_ns = child::cpu_ns()?.saturating_sub(self.cpu_start_ns);
+        let service_lateness = service.map(|service| {
+            let late = service.stats().lateness;
+            [late.p50, late.p99].map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+        });
         Ok(DelayOutcome {
             recorded: self.rec.recorded(),
             sched_ns: self.sched_ns,
             baseline_rss_kib: self.baseline_rss_kib,
             cpu_ns,
+            service_lateness,
         })
     }
 }

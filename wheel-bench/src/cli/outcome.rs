@@ -33,6 +33,9 @@ pub struct DelayOutcome {
     /// CPU time (user + system, all threads) from just before scheduling to
     /// the last fire.
     pub cpu_ns: u64,
+    /// A wheel-sync service's own lateness p50 and p99 (ns past each
+    /// timer's due tick), from its `Stats`; `None` for the peers.
+    pub service_lateness: Option<[u64; 2]>,
 }
 
 /// A `timeouts` run as the child saw it.
@@ -88,6 +91,15 @@ impl fmt::Display for OutcomeError {
 
 impl std::error::Error for OutcomeError {}
 
+/// Reads a `service_lateness` line's value: two numbers.
+fn service_lateness(v: &str) -> Result<[u64; 2], OutcomeError> {
+    let bad = || OutcomeError::Malformed(format!("service_lateness {v}"));
+    let mut numbers = v.split_whitespace().map(|n| n.parse().map_err(|_| bad()));
+    let p50 = numbers.next().ok_or_else(bad)??;
+    let p99 = numbers.next().ok_or_else(bad)??;
+    Ok([p50, p99])
+}
+
 impl Outcome {
     /// The lines a child prints.
     pub fn encode(&self) -> String {
@@ -103,6 +115,9 @@ impl Outcome {
                 line("sched_ns", &d.sched_ns);
                 line("baseline_rss_kib", &d.baseline_rss_kib);
                 line("cpu_ns", &d.cpu_ns);
+                if let Some([p50, p99]) = d.service_lateness {
+                    line("service_lateness", &format!("{p50} {p99}"));
+                }
                 line("max_late_ns", &d.recorded.lateness.max_ns);
                 line("lateness", &sparse(&d.recorded.lateness));
                 let slots: Vec<String> = d.recorded.per_slot.iter().map(u32::to_string).collect();
@@ -167,6 +182,10 @@ impl Outcome {
                     sched_ns: int("sched_ns")?,
                     baseline_rss_kib: int("baseline_rss_kib")?,
                     cpu_ns: int("cpu_ns")?,
+                    service_lateness: match fields.get("service_lateness") {
+                        None => None,
+                        Some(v) => Some(service_lateness(v)?),
+                    },
                 }))
             }
             Some("timeouts") => Ok(Outcome::Timeouts(TimeoutsOutcome {
@@ -237,6 +256,7 @@ mod tests {
             sched_ns: 42,
             baseline_rss_kib: 4096,
             cpu_ns: 1_500_000_000,
+            service_lateness: Some([700_000, 1_200_000]),
         });
         let text = format!("noise before\n{}", outcome.encode());
         assert_eq!(Outcome::decode(&text), Ok(outcome));

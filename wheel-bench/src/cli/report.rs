@@ -94,7 +94,7 @@ const fn col(header: &'static str, key: &'static str) -> Column {
     Column { header, key }
 }
 
-const DELAY_COLUMNS: [Column; 14] = [
+const DELAY_COLUMNS: [Column; 16] = [
     col("impl", "impl"),
     col("timers", "timers"),
     col("max delay ms", "max_delay_ms"),
@@ -106,6 +106,8 @@ const DELAY_COLUMNS: [Column; 14] = [
     col("late p50 ms", "lateness_p50_ms"),
     col("late p99 ms", "lateness_p99_ms"),
     col("late max ms", "lateness_max_ms"),
+    col("svc p50 ms", "service_p50_ms"),
+    col("svc p99 ms", "service_p99_ms"),
     col("early", "early"),
     col("peak RSS MiB", "peak_rss_mib"),
     col("B/timer", "bytes_per_timer"),
@@ -154,6 +156,9 @@ pub fn delay_table(args: &DelayArgs, results: &[DelayResult]) -> Table {
             let rec = &r.outcome.recorded;
             let wall_ms = ms(rec.wall_ns);
             let timer_kib = r.peak_rss_kib.saturating_sub(r.outcome.baseline_rss_kib);
+            let service = |i: usize| {
+                (r.outcome.service_lateness).map_or(Value::Missing, |p| Value::Num(ms(p[i]), 3))
+            };
             vec![
                 Value::Text(r.imp.name().to_owned()),
                 Value::Int(args.timers),
@@ -169,6 +174,8 @@ pub fn delay_table(args: &DelayArgs, results: &[DelayResult]) -> Table {
                 Value::Num(ms(rec.lateness.quantile_ns(0.50)), 3),
                 Value::Num(ms(rec.lateness.quantile_ns(0.99)), 3),
                 Value::Num(ms(rec.lateness.max_ns), 3),
+                service(0),
+                service(1),
                 Value::Int(rec.early),
                 Value::Num(mib(r.peak_rss_kib), 1),
                 Value::Num(timer_kib as f64 * 1024.0 / args.timers as f64, 0),
@@ -351,6 +358,7 @@ mod tests {
                 sched_ns: 2_000_000,
                 baseline_rss_kib: 1024,
                 cpu_ns: 1_515_000_000,
+                service_lateness: None,
             },
             cpu_s: 1.515,
             peak_rss_kib: 1024 + 100,

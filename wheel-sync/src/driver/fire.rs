@@ -6,6 +6,7 @@ use std::time::Instant;
 use super::DriverStats;
 use super::{Driver, Message, BATCH, FIRE_BATCH, WAKE_BATCH};
 use crate::entry::{self, EntryRef, Firing, CANCELLED, PENDING, SLOT_NEW, SLOT_OUT};
+use crate::lateness::Histogram;
 use crate::sync::atomic::Ordering;
 
 /// What one round's firing did, for [`DriverStats`].
@@ -22,7 +23,8 @@ struct FireCount {
 
 impl FireCount {
     /// One timer fired `late_ns` past its deadline.
-    fn fired(&mut self, late_ns: u64) {
+    fn fired(&mut self, late_ns: u64, histogram: &Histogram) {
+        histogram.record(late_ns);
         self.fired += 1;
         self.late_sum_ns = self.late_sum_ns.saturating_add(late_ns);
         self.late_max_ns = self.late_max_ns.max(late_ns);
@@ -156,7 +158,10 @@ impl Driver {
             count.taken += self.job_batch.len();
             shared.release_n(self.job_batch.len());
             for (deadline, job) in self.job_batch.drain(..) {
-                count.fired(shared.clock.ns_past(started, deadline));
+                count.fired(
+                    shared.clock.ns_past(started, deadline),
+                    &shared.stats.lateness,
+                );
                 let ran = match &shared.executor {
                     Some(executor) => executor.hand(move || job.call()),
                     None => job.run(),
@@ -207,7 +212,10 @@ impl Driver {
                     continue;
                 }
                 shared.release();
-                count.fired(shared.clock.ns_past(started, deadline));
+                count.fired(
+                    shared.clock.ns_past(started, deadline),
+                    &shared.stats.lateness,
+                );
                 let mut firing = Firing {
                     wakers: &mut self.wakers,
                     executor: shared.executor.as_ref(),

@@ -11,6 +11,7 @@ use crate::clock::Clock;
 use crate::entry::{self, EntryRef};
 use crate::executor::Executor;
 use crate::job::Job;
+use crate::lateness::Histogram;
 use crate::parked::Slots;
 use crate::queue::{Consumer, Producer};
 use crate::relay::Relay;
@@ -67,6 +68,8 @@ pub(crate) struct DriverStats {
     pub(crate) panicked: AtomicU64,
     pub(crate) lateness_sum_ns: AtomicU64,
     pub(crate) lateness_max_ns: AtomicU64,
+    /// Every fired timer's lateness, in buckets.
+    pub(crate) lateness: Histogram,
     pub(crate) wakeups: AtomicU64,
     pub(crate) rounds: AtomicU64,
     /// The most submissions filed in one round.
