@@ -51,6 +51,14 @@ pub enum ArgError {
         /// The experiment's implementations.
         expected: &'static [Impl],
     },
+    /// A `--shapes` entry that names no way of holding wheel-sync in the
+    /// experiment.
+    UnknownShape {
+        /// As written.
+        name: String,
+        /// The experiment's shapes.
+        expected: Vec<&'static str>,
+    },
     /// A `--threads` entry of 0 or above [`MAX_THREADS`].
     ThreadsOutOfRange(usize),
     /// `--secs` not in (0, [`MAX_SECS`]].
@@ -108,6 +116,13 @@ impl fmt::Display for ArgError {
                     write!(f, "{sep}{imp}")?;
                 }
                 Ok(())
+            }
+            ArgError::UnknownShape { name, expected } => {
+                write!(
+                    f,
+                    "unknown shape `{name}`; expected one of {}",
+                    expected.join(", ")
+                )
             }
             ArgError::ThreadsOutOfRange(n) => {
                 write!(f, "--threads entry {n} is not in 1..={MAX_THREADS}")

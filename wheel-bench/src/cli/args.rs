@@ -146,8 +146,8 @@ where
     }
     let (word, flags) = rest.split_first().ok_or(ArgError::NoExperiment)?;
     let (name, impls): (_, &'static [Impl]) = match word.as_str() {
-        "delay" => ("delay", &Impl::TIMERS),
-        "timeouts" => ("timeouts", &Impl::TIMERS),
+        "delay" => ("delay", &Impl::DELAY),
+        "timeouts" => ("timeouts", &Impl::TIMEOUTS),
         "redis" => ("redis", &Impl::REDIS),
         other => return Err(ArgError::UnknownExperiment(other.to_owned())),
     };
@@ -158,8 +158,15 @@ where
         _ => Experiment::Redis(raw.redis()?),
     };
     if !child {
+        let mut chosen = raw.impls.clone().unwrap_or_else(|| impls.to_vec());
+        if let Some(shapes) = &raw.shapes {
+            chosen.retain(|imp| {
+                imp.shape(name)
+                    .is_none_or(|s| shapes.iter().any(|w| w == s))
+            });
+        }
         let output = Output {
-            impls: raw.impls.unwrap_or_else(|| impls.to_vec()),
+            impls: chosen,
             json: raw.json,
             plot: raw.plot,
         };
@@ -196,6 +203,7 @@ struct RawFlags {
     stall_ms: Option<u64>,
     server: Option<SocketAddr>,
     impls: Option<Vec<Impl>>,
+    shapes: Option<Vec<String>>,
     quick: bool,
     json: bool,
     plot: Option<PathBuf>,
@@ -247,6 +255,9 @@ impl RawFlags {
                 }
                 "--redis-url" if redis => raw.server = Some(redis_url(&value("--redis-url")?)?),
                 "--impls" => raw.impls = Some(impl_list(&value("--impls")?, impls)?),
+                "--shapes" if !redis && !child => {
+                    raw.shapes = Some(shape_list(experiment, impls, &value("--shapes")?)?);
+                }
                 "--plot" => raw.plot = Some(PathBuf::from(value("--plot")?)),
                 "--quick" | "--json" | "--progress" if inline.is_some() => return Err(unknown()),
                 "--quick" => raw.quick = true,
@@ -316,6 +327,24 @@ impl RawFlags {
             secs: self.secs.unwrap_or(secs),
         })
     }
+}
+
+/// A `--shapes` list: each a shape of one of the experiment's `impls`.
+fn shape_list(experiment: &str, impls: &[Impl], value: &str) -> Result<Vec<String>, ArgError> {
+    let mut known: Vec<&'static str> = impls.iter().filter_map(|i| i.shape(experiment)).collect();
+    known.sort_unstable();
+    known.dedup();
+    value
+        .split(',')
+        .map(str::trim)
+        .map(|name| match known.contains(&name) {
+            true => Ok(name.to_owned()),
+            false => Err(ArgError::UnknownShape {
+                name: name.to_owned(),
+                expected: known.clone(),
+            }),
+        })
+        .collect()
 }
 
 /// The command line a parent passes to the child that runs `imp`.
@@ -416,6 +445,35 @@ mod tests {
     }
 
     #[test]
+    fn shapes_keep_those_ways_of_holding_wheel_sync_and_every_peer() {
+        let Ok(Command::Run(_, out)) = parse_str("timeouts --shapes shared,global") else {
+            panic!("did not parse");
+        };
+        let names: Vec<&str> = out.impls.iter().map(|i| i.name()).collect();
+        assert_eq!(
+            names,
+            [
+                "wheel/shared",
+                "wheel-async/shared",
+                "wheel-async/global",
+                "tokio",
+                "delayqueue",
+                "heap"
+            ]
+        );
+        let Ok(Command::Run(_, out)) =
+            parse_str("delay --impls wheel,wheel/handles,tokio --shapes handles")
+        else {
+            panic!("did not parse");
+        };
+        assert_eq!(out.impls, vec![Impl::WheelHandles, Impl::Tokio]);
+        assert!(matches!(
+            parse_str("delay --shapes thread-clone"),
+            Err(ArgError::UnknownShape { .. })
+        ));
+    }
+
+    #[test]
     fn bad_flags_are_errors() {
         assert_eq!(parse_str("delay --timers 0"), Err(ArgError::NoTimers));
         assert_eq!(
@@ -429,7 +487,7 @@ mod tests {
             parse_str("delay --impls wheel,nope"),
             Err(ArgError::UnknownImpl {
                 name: "nope".into(),
-                expected: &Impl::TIMERS
+                expected: &Impl::DELAY
             })
         );
         assert_eq!(

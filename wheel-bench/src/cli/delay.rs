@@ -8,7 +8,9 @@ use std::future::poll_fn;
 use std::io;
 use std::time::Duration;
 
+use std::sync::Arc;
 use tokio_util::time::DelayQueue;
+
 use wheel_sync::TimerService;
 
 use super::args::DelayArgs;
@@ -37,7 +39,18 @@ pub fn run(args: &DelayArgs, imp: Impl, progress: bool) -> Result<DelayOutcome, 
         Impl::Wheel => wheel(args, progress),
         Impl::WheelAsync => wheel_tasks(args, progress),
         Impl::WheelQueue => wheel_queue(args, progress),
-        Impl::None | Impl::Executor2 | Impl::Executor8 => Err(RunError::NotIn {
+        Impl::WheelHandles => wheel_handles(args, progress, true),
+        Impl::WheelHandleDropped => wheel_handles(args, progress, false),
+        Impl::WheelAsyncCloneEach => wheel_tasks_holding(args, progress, false),
+        Impl::WheelAsyncArc => wheel_tasks_holding(args, progress, true),
+        Impl::None
+        | Impl::Executor2
+        | Impl::Executor8
+        | Impl::WheelShared
+        | Impl::WheelCloneEach
+        | Impl::WheelAsyncShared
+        | Impl::WheelAsyncGlobal
+        | Impl::WheelTimeout => Err(RunError::NotIn {
             imp,
             experiment: "delay",
         }),
@@ -77,6 +90,71 @@ fn wheel_tasks(args: &DelayArgs, progress: bool) -> Result<DelayOutcome, RunErro
     rt.block_on(spawner)?;
     run.scheduled();
     Ok(run.finish_with(Some(TimerService::global()))?)
+}
+
+/// Callbacks with handles, as a caller that might cancel holds them:
+/// `keep`, all kept until the run ends; else each dropped at once.
+fn wheel_handles(args: &DelayArgs, progress: bool, keep: bool) -> Result<DelayOutcome, RunError> {
+    let service = TimerService::builder().build()?;
+    let imp = if keep {
+        Impl::WheelHandles
+    } else {
+        Impl::WheelHandleDropped
+    };
+    let mut run = Run::start(args, imp, progress)?;
+    let rec = run.rec;
+    let mut handles = Vec::with_capacity(if keep { args.timers as usize } else { 0 });
+    for d in run.draws() {
+        let handle = service.schedule_at(rec.at(d), move || rec.fire(d))?;
+        if keep {
+            handles.push(handle);
+        }
+    }
+    run.scheduled();
+    let outcome = run.finish_with(Some(&service))?;
+    drop(handles);
+    Ok(outcome)
+}
+
+/// The tokio peer's tasks, each holding the service as a task would be
+/// handed it: `arc`, an `Arc<TimerService>` cloned into it; else a clone
+/// of the service itself moved into it.
+fn wheel_tasks_holding(
+    args: &DelayArgs,
+    progress: bool,
+    arc: bool,
+) -> Result<DelayOutcome, RunError> {
+    let service = Arc::new(TimerService::builder().build()?);
+    let rt = tokio::runtime::Builder::new_multi_thread().build()?;
+    let imp = if arc {
+        Impl::WheelAsyncArc
+    } else {
+        Impl::WheelAsyncCloneEach
+    };
+    let mut run = Run::start(args, imp, progress)?;
+    let rec = run.rec;
+    let draws = run.draws();
+    let spawning = Arc::clone(&service);
+    let spawner = rt.spawn(async move {
+        for d in draws {
+            if arc {
+                let service = Arc::clone(&spawning);
+                tokio::spawn(async move {
+                    service.sleep_until(rec.at(d)).await;
+                    rec.fire(d);
+                });
+            } else {
+                let service = TimerService::clone(&spawning);
+                tokio::spawn(async move {
+                    service.sleep_until(rec.at(d)).await;
+                    rec.fire(d);
+                });
+            }
+        }
+    });
+    rt.block_on(spawner)?;
+    run.scheduled();
+    Ok(run.finish_with(Some(&service))?)
 }
 
 /// `delayqueue`'s shape on wheel-sync: one task owns every deadline, and

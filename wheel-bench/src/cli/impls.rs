@@ -28,31 +28,110 @@ pub enum Impl {
     Executor2,
     /// Redis command timeouts on a scheduled executor with 8 workers.
     Executor8,
+    /// `timeouts`: callbacks on one `TimerService` all threads share by
+    /// reference.
+    WheelShared,
+    /// `timeouts`: callbacks, each request through a fresh clone of the
+    /// service, as a handle cloned into each task.
+    WheelCloneEach,
+    /// `delay`: callbacks with their handles kept until the end.
+    WheelHandles,
+    /// `delay`: callbacks with handles, each dropped at once.
+    WheelHandleDropped,
+    /// `timeouts`: a `Sleep` on the shared service, polled once, dropped.
+    WheelAsyncShared,
+    /// `timeouts`: `wheel_sync::sleep` (the global service), polled once,
+    /// dropped.
+    WheelAsyncGlobal,
+    /// `timeouts`: `wheel_sync::timeout` around a future that is pending
+    /// once, then ready.
+    WheelTimeout,
+    /// `delay`: each task awaits `sleep_until` on its own clone of the
+    /// service, moved into it.
+    WheelAsyncCloneEach,
+    /// `delay`: each task awaits `sleep_until` through an
+    /// `Arc<TimerService>` cloned into it.
+    WheelAsyncArc,
 }
 
 impl Impl {
     /// Every implementation, in the order the tables list them.
-    pub const ALL: [Impl; 9] = [
+    pub const ALL: [Impl; 18] = [
         Impl::None,
         Impl::Executor2,
         Impl::Executor8,
         Impl::Wheel,
+        Impl::WheelShared,
+        Impl::WheelCloneEach,
+        Impl::WheelHandles,
+        Impl::WheelHandleDropped,
         Impl::WheelAsync,
+        Impl::WheelAsyncShared,
+        Impl::WheelAsyncGlobal,
+        Impl::WheelTimeout,
+        Impl::WheelAsyncCloneEach,
+        Impl::WheelAsyncArc,
         Impl::WheelQueue,
         Impl::Tokio,
         Impl::DelayQueue,
         Impl::Heap,
     ];
 
-    /// What `delay` and `timeouts` compare.
-    pub const TIMERS: [Impl; 6] = [
+    /// What `delay` compares: every way of holding wheel-sync, and the peers.
+    pub const DELAY: [Impl; 10] = [
         Impl::Wheel,
+        Impl::WheelHandles,
+        Impl::WheelHandleDropped,
         Impl::WheelAsync,
+        Impl::WheelAsyncCloneEach,
+        Impl::WheelAsyncArc,
         Impl::WheelQueue,
         Impl::Tokio,
         Impl::DelayQueue,
         Impl::Heap,
     ];
+
+    /// What `timeouts` compares: every way of holding wheel-sync, and the
+    /// peers.
+    pub const TIMEOUTS: [Impl; 11] = [
+        Impl::Wheel,
+        Impl::WheelShared,
+        Impl::WheelCloneEach,
+        Impl::WheelAsync,
+        Impl::WheelAsyncShared,
+        Impl::WheelAsyncGlobal,
+        Impl::WheelTimeout,
+        Impl::WheelQueue,
+        Impl::Tokio,
+        Impl::DelayQueue,
+        Impl::Heap,
+    ];
+
+    /// How this implementation holds wheel-sync, as `--shapes` names it;
+    /// `None` for a peer. The plain `wheel` and `wheel-async` rows are a
+    /// clone per thread in `timeouts`, and detached callbacks and the
+    /// global functions in `delay`.
+    pub fn shape(self, experiment: &str) -> Option<&'static str> {
+        let timeouts = experiment == "timeouts";
+        Some(match self {
+            Impl::Wheel | Impl::WheelAsync if timeouts => "thread-clone",
+            Impl::Wheel => "detached",
+            Impl::WheelAsync | Impl::WheelAsyncGlobal => "global",
+            Impl::WheelShared | Impl::WheelAsyncShared => "shared",
+            Impl::WheelCloneEach | Impl::WheelAsyncCloneEach => "clone-each",
+            Impl::WheelHandles => "handles",
+            Impl::WheelHandleDropped => "handle-dropped",
+            Impl::WheelTimeout => "timeout",
+            Impl::WheelAsyncArc => "arc",
+            Impl::WheelQueue => "queue",
+            Impl::Tokio
+            | Impl::DelayQueue
+            | Impl::Heap
+            | Impl::None
+            | Impl::Executor2
+            | Impl::Executor8 => return None,
+        })
+    }
 
     /// What `redis` compares.
     pub const REDIS: [Impl; 6] = [
@@ -76,6 +155,15 @@ impl Impl {
             Impl::None => "none",
             Impl::Executor2 => "executor-2",
             Impl::Executor8 => "executor-8",
+            Impl::WheelShared => "wheel/shared",
+            Impl::WheelCloneEach => "wheel/clone-each",
+            Impl::WheelHandles => "wheel/handles",
+            Impl::WheelHandleDropped => "wheel/handle-dropped",
+            Impl::WheelAsyncShared => "wheel-async/shared",
+            Impl::WheelAsyncGlobal => "wheel-async/global",
+            Impl::WheelTimeout => "wheel-async/timeout",
+            Impl::WheelAsyncCloneEach => "wheel-async/clone-each",
+            Impl::WheelAsyncArc => "wheel-async/arc",
         }
     }
 
@@ -107,10 +195,31 @@ mod tests {
     }
 
     #[test]
+    fn every_wheel_row_of_an_experiment_has_a_shape_of_its_own() {
+        for (experiment, impls) in [
+            ("delay", &Impl::DELAY[..]),
+            ("timeouts", &Impl::TIMEOUTS[..]),
+        ] {
+            let mut seen = Vec::new();
+            for imp in impls {
+                let Some(shape) = imp.shape(experiment) else {
+                    continue;
+                };
+                let family = imp.name().split('/').next().unwrap_or("");
+                assert!(!seen.contains(&(family, shape)), "{experiment}: {imp}");
+                seen.push((family, shape));
+            }
+        }
+        assert_eq!(Impl::Tokio.shape("delay"), None);
+    }
+
+    #[test]
     fn every_implementation_is_in_an_experiment() {
         for imp in Impl::ALL {
             assert!(
-                Impl::TIMERS.contains(&imp) || Impl::REDIS.contains(&imp),
+                Impl::DELAY.contains(&imp)
+                    || Impl::TIMEOUTS.contains(&imp)
+                    || Impl::REDIS.contains(&imp),
                 "{imp}"
             );
         }

@@ -32,6 +32,11 @@ fn color(imp: Impl) -> RGBColor {
         Impl::None => RGBColor(0x7f, 0x7f, 0x7f),
         Impl::Executor2 => RGBColor(0x2c, 0xa0, 0x2c),
         Impl::Executor8 => RGBColor(0xbc, 0xbd, 0x22),
+        Impl::WheelHandles | Impl::WheelShared => RGBColor(0x1f, 0x4e, 0x79),
+        Impl::WheelHandleDropped | Impl::WheelCloneEach => RGBColor(0x6b, 0xae, 0xd6),
+        Impl::WheelAsyncCloneEach | Impl::WheelAsyncShared => RGBColor(0x0e, 0x7c, 0x86),
+        Impl::WheelAsyncArc | Impl::WheelAsyncGlobal => RGBColor(0x8c, 0xe0, 0xe8),
+        Impl::WheelTimeout => RGBColor(0x8c, 0x56, 0x4b),
     }
 }
 

@@ -53,7 +53,18 @@ pub fn run(args: &RedisArgs, imp: Impl, progress: bool) -> Result<RedisOutcome, 
         Impl::Wheel => Expiry::Wheel(TimerService::builder().build()?),
         Impl::WheelAsync => return run.tasks(connection, AsyncExpiry::WheelSync),
         Impl::Tokio => return run.tasks(connection, AsyncExpiry::Tokio),
-        Impl::WheelQueue | Impl::DelayQueue | Impl::Heap => {
+        Impl::WheelQueue
+        | Impl::DelayQueue
+        | Impl::Heap
+        | Impl::WheelShared
+        | Impl::WheelCloneEach
+        | Impl::WheelHandles
+        | Impl::WheelHandleDropped
+        | Impl::WheelAsyncShared
+        | Impl::WheelAsyncGlobal
+        | Impl::WheelTimeout
+        | Impl::WheelAsyncCloneEach
+        | Impl::WheelAsyncArc => {
             return Err(RunError::NotIn {
                 imp,
                 experiment: "redis",

@@ -5,7 +5,7 @@ use std::future::Future;
 use std::pin::pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
-use std::task::{Context, Waker};
+use std::task::{Context, Poll, Waker};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -99,10 +99,27 @@ pub fn run(args: &TimeoutsArgs, imp: Impl, progress: bool) -> Result<TimeoutsOut
                 })
             })
         }
-        Impl::None | Impl::Executor2 | Impl::Executor8 => Err(RunError::NotIn {
-            imp,
-            experiment: "timeouts",
-        }),
+        Impl::WheelShared => {
+            let service = TimerService::builder().build()?;
+            // One service, shared by reference by every thread.
+            bench.drive(|lane| {
+                lane.count(|| {
+                    service.schedule(TIMEOUT, || {})?.cancel();
+                    Ok(())
+                })
+            })
+        }
+        Impl::WheelCloneEach => {
+            let service = TimerService::builder().build()?;
+            bench.drive(|lane| {
+                lane.count(|| {
+                    // A handle cloned for the request, as into a task.
+                    let service = service.clone();
+                    service.schedule(TIMEOUT, || {})?.cancel();
+                    Ok(())
+                })
+            })
+        }
         Impl::WheelAsync => {
             let service = TimerService::builder().build()?;
             bench.drive(|lane| {
@@ -115,6 +132,71 @@ pub fn run(args: &TimeoutsArgs, imp: Impl, progress: bool) -> Result<TimeoutsOut
                     Ok(())
                 })
             })
+        }
+        Impl::WheelAsyncShared => {
+            let service = TimerService::builder().build()?;
+            bench.drive(|lane| {
+                let mut cx = Context::from_waker(Waker::noop());
+                lane.count(|| {
+                    let mut sleep = pin!(service.sleep(TIMEOUT));
+                    let _ = sleep.as_mut().poll(&mut cx);
+                    Ok(())
+                })
+            })
+        }
+        Impl::WheelAsyncGlobal => {
+            // Started before the clock, as the tokio peer's runtime is.
+            TimerService::global();
+            bench.drive(|lane| {
+                let mut cx = Context::from_waker(Waker::noop());
+                lane.count(|| {
+                    let mut sleep = pin!(wheel_sync::sleep(TIMEOUT));
+                    let _ = sleep.as_mut().poll(&mut cx);
+                    Ok(())
+                })
+            })
+        }
+        Impl::WheelTimeout => {
+            TimerService::global();
+            bench.drive(|lane| {
+                let mut cx = Context::from_waker(Waker::noop());
+                lane.count(|| {
+                    // The request: pending once, then its reply is there.
+                    let mut call = pin!(wheel_sync::timeout(TIMEOUT, PendingOnce(false)));
+                    let _ = call.as_mut().poll(&mut cx);
+                    match call.as_mut().poll(&mut cx) {
+                        Poll::Ready(Ok(())) => Ok(()),
+                        _ => Err(RunError::Io(std::io::Error::other(
+                            "wheel_sync::timeout did not complete",
+                        ))),
+                    }
+                })
+            })
+        }
+        Impl::None
+        | Impl::Executor2
+        | Impl::Executor8
+        | Impl::WheelHandles
+        | Impl::WheelHandleDropped
+        | Impl::WheelAsyncCloneEach
+        | Impl::WheelAsyncArc => Err(RunError::NotIn {
+            imp,
+            experiment: "timeouts",
+        }),
+    }
+}
+
+/// A request whose reply comes at its second poll.
+struct PendingOnce(bool);
+
+impl Future for PendingOnce {
+    type Output = ();
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
+        if std::mem::replace(&mut self.0, true) {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
         }
     }
 }
