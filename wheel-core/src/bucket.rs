@@ -196,6 +196,7 @@ struct Staged<T> {
 /// assert_eq!(fired, [(10, "early"), (100, "late")]);
 /// assert!(wheel.is_empty());
 /// ```
+#[cfg_attr(docsrs, doc(cfg(feature = "alloc")))]
 pub struct BucketWheel<T> {
     now: u64,
     len: usize,
@@ -649,6 +650,7 @@ impl<T> BucketWheel<T> {
 /// let fired: wheel_core::BucketAdvance<'_, char> = wheel.advance(2);
 /// assert_eq!(fired.map(|(_, v)| v).collect::<String>(), "ab");
 /// ```
+#[cfg_attr(docsrs, doc(cfg(feature = "alloc")))]
 pub struct BucketAdvance<'a, T> {
     wheel: &'a mut BucketWheel<T>,
     target: u64,

@@ -140,6 +140,7 @@
 //! earliest deadline, O(1) amortised per call where a scanning queue pays
 //! for every entry, no allocation, `const fn new` for a `static`.
 #![no_std]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![forbid(unsafe_code)]
 #![warn(clippy::std_instead_of_core, clippy::alloc_instead_of_core)]
 

@@ -87,6 +87,7 @@ pub struct TimerWheel<T, S, const SLOTS: usize = 64, const LEVELS: usize = 11> {
 /// assert_eq!(wheel.advance(1_500).next().unwrap().value, "retry");
 /// ```
 #[cfg(feature = "alloc")]
+#[cfg_attr(docsrs, doc(cfg(feature = "alloc")))]
 pub type Wheel<T, const SLOTS: usize = 64, const LEVELS: usize = 11> =
     TimerWheel<T, VecStorage<T>, SLOTS, LEVELS>;
 
@@ -130,6 +131,7 @@ pub type FixedWheel<T, const N: usize, const SLOTS: usize = 64, const LEVELS: us
     TimerWheel<T, ArrayStorage<T, N>, SLOTS, LEVELS>;
 
 #[cfg(feature = "alloc")]
+#[cfg_attr(docsrs, doc(cfg(feature = "alloc")))]
 impl<T> TimerWheel<T, VecStorage<T>> {
     /// An empty growable wheel whose clock starts at tick 0.
     ///
@@ -168,6 +170,7 @@ impl<T> TimerWheel<T, VecStorage<T>> {
 }
 
 #[cfg(feature = "alloc")]
+#[cfg_attr(docsrs, doc(cfg(feature = "alloc")))]
 impl<T> Default for TimerWheel<T, VecStorage<T>> {
     fn default() -> Self {
         Self::new()
@@ -175,6 +178,7 @@ impl<T> Default for TimerWheel<T, VecStorage<T>> {
 }
 
 #[cfg(feature = "alloc")]
+#[cfg_attr(docsrs, doc(cfg(feature = "alloc")))]
 impl<T, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, VecStorage<T>, SLOTS, LEVELS> {
     /// Inserts a timer due at `deadline` (a deadline ≤ [`now`](Self::now) is
     /// due at once) and returns its id.
@@ -582,6 +586,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     /// assert_eq!(fired, (5_000..5_100).collect::<Vec<_>>());
     /// ```
     #[cfg(feature = "alloc")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "alloc")))]
     pub fn cascade_ahead(&mut self, max: usize) -> usize {
         let now = self.now;
         let area = self.stage.area();
