@@ -166,3 +166,9 @@ pub use waker_queue::WakerQueue;
 #[cfg(feature = "alloc")]
 pub use wheel::Wheel;
 pub use wheel::{Advance, Drain, Expired, FixedWheel, TimerWheel};
+
+// The README's examples run as doctests (they use `Wheel`, hence `alloc`),
+// so the crates.io page stays true.
+#[cfg(all(doctest, feature = "alloc"))]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

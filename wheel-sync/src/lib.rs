@@ -209,3 +209,8 @@ const _: fn() = || {
     send::<Interval>();
     send::<DelayQueue<Vec<u8>>>();
 };
+
+// The README's examples run as doctests, so the crates.io page stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
