@@ -120,9 +120,10 @@ impl<const SLOTS: usize, const LEVELS: usize> Geometry<SLOTS, LEVELS> {
     }
 }
 
-/// A wheel's lists: the due lists and every level's slots, with a bitmap of
-/// the occupied levels. A wheel has one set; cascading ahead builds another.
-pub(crate) struct Lists<const SLOTS: usize, const LEVELS: usize> {
+/// A wheel's tables: the due lists and every level's slots, with a bitmap
+/// of the occupied levels. A wheel has one set; cascading ahead builds
+/// another.
+pub(crate) struct Tables<const SLOTS: usize, const LEVELS: usize> {
     /// Bit `k` is set iff `levels[k]` has an occupied slot.
     pub(crate) occupied_levels: u64,
     /// Timers due now.
@@ -130,7 +131,7 @@ pub(crate) struct Lists<const SLOTS: usize, const LEVELS: usize> {
     pub(crate) levels: [Level<SLOTS>; LEVELS],
 }
 
-impl<const SLOTS: usize, const LEVELS: usize> Lists<SLOTS, LEVELS> {
+impl<const SLOTS: usize, const LEVELS: usize> Tables<SLOTS, LEVELS> {
     pub(crate) const EMPTY: Self = Self {
         occupied_levels: 0,
         due: NO_HEADS,

@@ -3,7 +3,7 @@
 
 use core::fmt;
 
-use crate::level::{stripe_of, Geometry, Heads, Lists, NO_HEADS, STRIPES};
+use crate::level::{stripe_of, Geometry, Heads, Tables, NO_HEADS, STRIPES};
 use crate::slab::{Link, Slab, Storage, TimerId, NIL};
 use crate::stage::Stage;
 use crate::ArrayStorage;
@@ -65,7 +65,7 @@ pub struct TimerWheel<T, S, const SLOTS: usize = 64, const LEVELS: usize = 11> {
     now: u64,
     /// The slots of every level, and the due lists: timers whose deadline
     /// is ≤ `now`, which the next `advance` yields first.
-    lists: Lists<SLOTS, LEVELS>,
+    tables: Tables<SLOTS, LEVELS>,
     /// The due list `pop_due` tries first.
     due_cursor: usize,
     /// The next slot to cascade, filed ahead of time (see `cascade_ahead`).
@@ -269,7 +269,7 @@ impl<T, const N: usize, const SLOTS: usize, const LEVELS: usize>
         let () = Geometry::<SLOTS, LEVELS>::CHECK;
         Self {
             now,
-            lists: Lists::EMPTY,
+            tables: Tables::EMPTY,
             due_cursor: 0,
             stage: Stage::NONE,
             slab: Slab::new(ArrayStorage::new()),
@@ -308,7 +308,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
         let () = Geometry::<SLOTS, LEVELS>::CHECK;
         Self {
             now,
-            lists: Lists::EMPTY,
+            tables: Tables::EMPTY,
             due_cursor: 0,
             stage: Stage::NONE,
             slab: Slab::new(storage),
@@ -529,7 +529,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     /// ```
     #[inline]
     pub fn next_expiration(&self) -> Option<u64> {
-        if self.lists.due != NO_HEADS {
+        if self.tables.due != NO_HEADS {
             return Some(self.now);
         }
         self.next_slot().map(|(_, _, start)| start)
@@ -551,7 +551,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     /// ```
     pub fn drain(&mut self) -> Drain<'_, T, S, SLOTS, LEVELS> {
         // Unhook every list first: the entries are then only slab entries.
-        self.lists = Lists::EMPTY;
+        self.tables = Tables::EMPTY;
         self.stage.reset();
         Drain {
             wheel: self,
@@ -591,14 +591,14 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
         let now = self.now;
         let area = self.stage.area();
         if area.level == 0 {
-            let Some((level, slot)) = self.lists.first_slot(!1) else {
+            let Some((level, slot)) = self.tables.first_slot(!1) else {
                 return 0;
             };
             area.level = level;
             area.slot = slot;
             area.start = Geometry::<SLOTS, LEVELS>::slot_start(now, level, slot);
         }
-        let heads = self.lists.level_mut(area.level).slot_mut(area.slot);
+        let heads = self.tables.level_mut(area.level).slot_mut(area.slot);
         let mut moved = 0;
         while moved < max && *heads != NO_HEADS {
             for head in heads.iter_mut() {
@@ -647,24 +647,24 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
         let kept = staged
             .filter(|st| !st.is_empty())
             .map(|st| (st.level, st.slot));
-        let mut linked = self.validate_lists(&self.lists, self.now, kept, "live");
+        let mut linked = self.validate_tables(&self.tables, self.now, kept, "live");
         if let Some(st) = staged {
             assert!(
-                st.start > self.now && self.lists.is_occupied(st.level, st.slot),
+                st.start > self.now && self.tables.is_occupied(st.level, st.slot),
                 "staging for level {} slot {} (start {}) at now {}, slot occupied: {}",
                 st.level,
                 st.slot,
                 st.start,
                 self.now,
-                self.lists.is_occupied(st.level, st.slot)
+                self.tables.is_occupied(st.level, st.slot)
             );
             assert!(
-                st.lists.occupied_levels >> st.level == 0,
+                st.tables.occupied_levels >> st.level == 0,
                 "staged levels {:#b} at or above the staged slot's level {}",
-                st.lists.occupied_levels,
+                st.tables.occupied_levels,
                 st.level
             );
-            linked += self.validate_lists(&st.lists, st.start, None, "staged");
+            linked += self.validate_tables(&st.tables, st.start, None, "staged");
         }
         assert_eq!(
             linked,
@@ -679,27 +679,27 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
         );
     }
 
-    /// Checks one set of lists placed relative to clock `at`: bitmaps match
+    /// Checks one set of tables placed relative to clock `at`: bitmaps match
     /// the heads (slot `kept` may be occupied with empty lists), occupied
     /// slots lie after `at`'s, and every list holds what belongs there.
     /// Returns how many timers they hold.
-    fn validate_lists(
+    fn validate_tables(
         &self,
-        lists: &Lists<SLOTS, LEVELS>,
+        tables: &Tables<SLOTS, LEVELS>,
         at: u64,
         kept: Option<(usize, usize)>,
         what: &str,
     ) -> usize {
         let mut linked = 0;
-        for (stripe, &head) in lists.due.iter().enumerate() {
+        for (stripe, &head) in tables.due.iter().enumerate() {
             linked += self.validate_list(head, at, None, stripe);
         }
-        for (level, lvl) in lists.levels.iter().enumerate() {
+        for (level, lvl) in tables.levels.iter().enumerate() {
             assert_eq!(
-                lists.occupied_levels & (1 << level) != 0,
+                tables.occupied_levels & (1 << level) != 0,
                 lvl.occupied != 0,
                 "{what}: occupied_levels {:#b} disagrees with level {level} bitmap {:#x}",
-                lists.occupied_levels,
+                tables.occupied_levels,
                 lvl.occupied
             );
             let at_slot = Geometry::<SLOTS, LEVELS>::slot_for(at, level);
@@ -772,7 +772,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     /// a lower level's slots all end before a higher level's next one starts).
     #[inline]
     fn next_slot(&self) -> Option<(usize, usize, u64)> {
-        let (level, slot) = self.lists.first_slot(u64::MAX)?;
+        let (level, slot) = self.tables.first_slot(u64::MAX)?;
         Some((
             level,
             slot,
@@ -814,7 +814,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     /// Only for a wheel that never cascades ahead.
     #[inline]
     pub(crate) fn earliest(&self) -> Earliest {
-        if self.lists.due != NO_HEADS {
+        if self.tables.due != NO_HEADS {
             return Earliest::Due;
         }
         match self.next_slot() {
@@ -831,10 +831,10 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     /// earliest slot: a walk of those lists, `u64::MAX` if there are none.
     /// Only for a wheel that never cascades ahead.
     pub(crate) fn least_deadline(&self) -> u64 {
-        let heads = if self.lists.due != NO_HEADS {
-            self.lists.due
+        let heads = if self.tables.due != NO_HEADS {
+            self.tables.due
         } else if let Some((level, slot, _)) = self.next_slot() {
-            *self.lists.level(level).slot(slot)
+            *self.tables.level(level).slot(slot)
         } else {
             return u64::MAX;
         };
@@ -853,10 +853,10 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     /// slot is occupied), as (index, deadline): each list's first two. A
     /// full [`WakerQueue`](crate::WakerQueue) wakes one of them early.
     pub(crate) fn latest(&self) -> [(u32, u64); 2 * STRIPES] {
-        let heads = match self.lists.occupied_levels {
-            0 => self.lists.due,
+        let heads = match self.tables.occupied_levels {
+            0 => self.tables.due,
             levels => {
-                let level = self.lists.level(63 - levels.leading_zeros() as usize);
+                let level = self.tables.level(63 - levels.leading_zeros() as usize);
                 *level.slot(63 - level.occupied.leading_zeros() as usize)
             }
         };
@@ -879,7 +879,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     #[inline(always)]
     fn link(&mut self, index: u32, deadline: u64) {
         let place = self.place_of(deadline);
-        let head = self.lists.head_for(place, stripe_of(index));
+        let head = self.tables.head_for(place, stripe_of(index));
         Self::push_front(&mut self.slab, head, index);
     }
 
@@ -923,7 +923,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
         let place = self.place_of(link.deadline);
         if let (Some((level, slot)), Some(st)) = (place, self.stage.active_mut()) {
             if st.covers(level, slot) {
-                let own = &mut self.lists.level_mut(level).slot_mut(slot)[stripe];
+                let own = &mut self.tables.level_mut(level).slot_mut(slot)[stripe];
                 if *own == index {
                     *own = next;
                 } else {
@@ -933,15 +933,15 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
                 // The slot stays occupied while it has timers staged, and
                 // staging ends when the slot empties.
                 if st.is_empty() {
-                    self.lists.clear_if_empty(level, slot);
-                    if !self.lists.is_occupied(level, slot) {
+                    self.tables.clear_if_empty(level, slot);
+                    if !self.tables.is_occupied(level, slot) {
                         st.finish();
                     }
                 }
                 return;
             }
         }
-        self.lists.pop_head(place, stripe, next);
+        self.tables.pop_head(place, stripe, next);
     }
 
     /// Pops one due timer, freeing its entry.
@@ -951,16 +951,16 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
         // independent chains and their link loads overlap.
         let stripe = (0..STRIPES)
             .map(|k| (self.due_cursor + k) % STRIPES)
-            .find(|&stripe| self.lists.due[stripe] != NIL)?;
+            .find(|&stripe| self.tables.due[stripe] != NIL)?;
         self.due_cursor = stripe + 1;
-        let index = Self::pop_front(&mut self.slab, &mut self.lists.due[stripe % STRIPES]);
+        let index = Self::pop_front(&mut self.slab, &mut self.tables.due[stripe % STRIPES]);
         self.slab.remove(index)
     }
 
     /// Adds due lists to the due lists.
     fn splice_due(&mut self, lists: Heads) {
         // List `s` holds only entries of stripe `s`, so lists pair up.
-        for (due, mut index) in self.lists.due.iter_mut().zip(lists) {
+        for (due, mut index) in self.tables.due.iter_mut().zip(lists) {
             if *due == NIL {
                 *due = index;
                 continue;
@@ -987,7 +987,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
             return false;
         };
         self.now = start;
-        let mut cursors = self.lists.take_slot(level, slot);
+        let mut cursors = self.tables.take_slot(level, slot);
         if level == 0 {
             // Every timer in a level-0 slot is due exactly at its start.
             self.splice_due(cursors);
@@ -998,17 +998,17 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
                 // The levels below are empty now; the staged ones take their
                 // place, and only what was not staged yet is walked below.
                 for (live, staged) in self
-                    .lists
+                    .tables
                     .levels
                     .iter_mut()
                     .take(level)
-                    .zip(&mut st.lists.levels)
+                    .zip(&mut st.tables.levels)
                 {
                     debug_assert_eq!(live.occupied, 0, "live level below a cascading slot");
                     core::mem::swap(live, staged);
                 }
-                self.lists.occupied_levels |= core::mem::take(&mut st.lists.occupied_levels);
-                let due = core::mem::replace(&mut st.lists.due, NO_HEADS);
+                self.tables.occupied_levels |= core::mem::take(&mut st.tables.occupied_levels);
+                let due = core::mem::replace(&mut st.tables.due, NO_HEADS);
                 st.finish();
                 self.splice_due(due);
             }
