@@ -31,7 +31,7 @@ use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::fmt;
 
-use crate::level::Geometry;
+use crate::geometry::Geometry;
 
 const SLOTS: usize = 64;
 const LEVELS: usize = 11;

@@ -150,9 +150,11 @@ extern crate alloc;
 #[cfg(feature = "alloc")]
 mod bucket;
 mod error;
+mod geometry;
 mod level;
 mod slab;
 mod stage;
+mod tables;
 mod waker_queue;
 mod wheel;
 

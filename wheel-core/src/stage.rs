@@ -20,7 +20,9 @@
 //!   cancelled or moved away), so a staging in progress always has its slot
 //!   occupied and a start after the clock.
 
-use crate::level::{stripe_of, Geometry, Tables, NO_HEADS};
+use crate::geometry::Geometry;
+use crate::level::{stripe_of, NO_HEADS};
+use crate::tables::Tables;
 
 /// The staged lower levels for one slot.
 pub(crate) struct Staged<const SLOTS: usize, const LEVELS: usize> {

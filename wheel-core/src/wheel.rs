@@ -3,9 +3,11 @@
 
 use core::fmt;
 
-use crate::level::{stripe_of, Geometry, Heads, Tables, NO_HEADS, STRIPES};
+use crate::geometry::Geometry;
+use crate::level::{stripe_of, Heads, NO_HEADS, STRIPES};
 use crate::slab::{Link, Slab, Storage, TimerId, NIL};
 use crate::stage::Stage;
+use crate::tables::Tables;
 use crate::ArrayStorage;
 use crate::Full;
 #[cfg(feature = "alloc")]
