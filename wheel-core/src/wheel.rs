@@ -1,5 +1,33 @@
 //! The cascading wheel: insert, cancel, reschedule, advance and drain over a
 //! [`Storage`] of entries linked into per-slot lists.
+//!
+//! # Ground rules
+//!
+//! - A pending timer is on exactly one list, and which one is a function of
+//!   the clock and its deadline (`Geometry::place`): a due list iff its
+//!   deadline is ≤ `now`; else on level `k`, the most significant digit in
+//!   which its deadline differs from `now`, in the slot of its deadline's
+//!   digit there. Within a slot (and among the due lists) it is on list
+//!   `index % STRIPES`. Nothing records where an entry is: `unlink`
+//!   computes it again, so every move of the clock must keep each
+//!   placement true.
+//! - The clock only moves forward, and never past the start of an occupied
+//!   slot: `step` stops there, takes the whole slot, then files each of its
+//!   timers again relative to the new clock, onto a due list or a strictly
+//!   lower level. Every occupied slot lies after the clock's slot on its
+//!   level, so the lowest occupied level's first slot is the earliest, and
+//!   moving the clock up to its start leaves every other placement true.
+//! - Bits: a slot's occupied bit is set iff one of its lists is not empty,
+//!   and a level's bit in `occupied_levels` iff one of its slots is
+//!   occupied; the one exception is the slot being staged, which stays
+//!   occupied while it holds staged timers (see `stage`).
+//! - Links: the lists run through the slab's links by `u32` index, doubly
+//!   linked, ending in `NIL`, a head's `prev` being `NIL`; only taking off
+//!   a head touches the tables.
+//! - Counts: the live and the staged tables hold `len()` timers between
+//!   them, and every other slab entry is on the free list.
+//!
+//! [`TimerWheel::validate`] checks each of these.
 
 use core::fmt;
 
@@ -629,10 +657,8 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
         self.drain();
     }
 
-    /// Checks every internal invariant: bitmaps match the lists, each timer
-    /// sits on the level and slot its deadline calls for (and only timers with
-    /// deadline ≤ `now` on the due list), links agree both ways, and the
-    /// counts add up. O(capacity); for tests and fuzzing.
+    /// Checks every internal invariant (the ground rules of the wheel's
+    /// source, `wheel.rs`). O(capacity); for tests and fuzzing.
     ///
     /// # Panics
     /// If an invariant is broken, with a message naming it and the state.
@@ -959,7 +985,8 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
         self.slab.remove(index)
     }
 
-    /// Adds due lists to the due lists.
+    /// Appends timers due at the clock (a level-0 slot's, or those staged
+    /// for this tick) to the due lists, stripe by stripe.
     fn splice_due(&mut self, lists: Heads) {
         // List `s` holds only entries of stripe `s`, so lists pair up.
         for (due, mut index) in self.tables.due.iter_mut().zip(lists) {
