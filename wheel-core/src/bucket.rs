@@ -31,7 +31,7 @@ use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::fmt;
 
-use crate::level::Geometry;
+use crate::geometry::Geometry;
 
 const SLOTS: usize = 64;
 const LEVELS: usize = 11;
@@ -106,7 +106,9 @@ impl<T> Bucket<T> {
     }
 }
 
-/// The due bucket and every level's slots, with each level's occupied bits.
+/// A wheel's tables: the due bucket and every level's slots, with each
+/// level's occupied bits. A wheel has one set; cascading ahead builds
+/// another.
 struct Tables<T> {
     due: Bucket<T>,
     occupied: [u64; LEVELS],
@@ -196,10 +198,12 @@ struct Staged<T> {
 /// assert_eq!(fired, [(10, "early"), (100, "late")]);
 /// assert!(wheel.is_empty());
 /// ```
+#[cfg_attr(docsrs, doc(cfg(feature = "alloc")))]
 pub struct BucketWheel<T> {
     now: u64,
     len: usize,
-    live: Tables<T>,
+    /// The due bucket and the slots of every level.
+    tables: Tables<T>,
     /// The next slot to cascade, filed ahead of time; allocated on first use.
     staged: Option<Box<Staged<T>>>,
     spare: Spare<T>,
@@ -255,7 +259,7 @@ impl<T> BucketWheel<T> {
         Self {
             now,
             len: 0,
-            live: Tables::new(),
+            tables: Tables::new(),
             staged: None,
             spare: Spare::EMPTY,
         }
@@ -310,7 +314,8 @@ impl<T> BucketWheel<T> {
     /// ```
     #[inline]
     pub fn insert(&mut self, deadline: u64, value: T) {
-        self.live.file(&mut self.spare, self.now, (deadline, value));
+        self.tables
+            .file(&mut self.spare, self.now, (deadline, value));
         self.len += 1;
     }
 
@@ -348,10 +353,10 @@ impl<T> BucketWheel<T> {
     /// ```
     #[inline]
     pub fn next_expiration(&self) -> Option<u64> {
-        if !self.live.due.is_empty() {
+        if !self.tables.due.is_empty() {
             return Some(self.now);
         }
-        let (level, slot) = self.live.first_slot(0)?;
+        let (level, slot) = self.tables.first_slot(0)?;
         Some(Geo::slot_start(self.now, level, slot))
     }
 
@@ -387,7 +392,7 @@ impl<T> BucketWheel<T> {
     /// Takes one due timer, if any.
     #[inline]
     fn pop_due(&mut self) -> Option<(u64, T)> {
-        let chunks = &mut self.live.due.chunks;
+        let chunks = &mut self.tables.due.chunks;
         let item = chunks.last_mut()?.pop();
         self.spare.reclaim_last(chunks);
         self.len -= usize::from(item.is_some());
@@ -398,8 +403,8 @@ impl<T> BucketWheel<T> {
     /// due bucket empty: the clock moves to its start and its timers move
     /// to the due bucket or lower levels. Returns false if there is none.
     fn step(&mut self, target: u64) -> bool {
-        debug_assert!(self.live.due.is_empty());
-        let Some((level, slot)) = self.live.first_slot(0) else {
+        debug_assert!(self.tables.due.is_empty());
+        let Some((level, slot)) = self.tables.first_slot(0) else {
             return false;
         };
         let start = Geo::slot_start(self.now, level, slot);
@@ -407,9 +412,9 @@ impl<T> BucketWheel<T> {
             return false;
         }
         self.now = start;
-        let bucket = self.live.take_slot(level, slot);
+        let bucket = self.tables.take_slot(level, slot);
         if level == 0 {
-            self.live.due = bucket;
+            self.tables.due = bucket;
             return true;
         }
         if let Some(staged) = self.staged.as_deref_mut() {
@@ -417,12 +422,12 @@ impl<T> BucketWheel<T> {
                 debug_assert_eq!(staged.start, start);
                 // Every lower level is empty now: the staged ones take
                 // their place.
-                core::mem::swap(&mut self.live.due, &mut staged.tables.due);
+                core::mem::swap(&mut self.tables.due, &mut staged.tables.due);
                 for l in 0..level {
-                    debug_assert_eq!(self.live.occupied[l], 0);
-                    self.live.occupied[l] = core::mem::take(&mut staged.tables.occupied[l]);
+                    debug_assert_eq!(self.tables.occupied[l], 0);
+                    self.tables.occupied[l] = core::mem::take(&mut staged.tables.occupied[l]);
                     let range = l * SLOTS..(l + 1) * SLOTS;
-                    self.live.buckets[range.clone()]
+                    self.tables.buckets[range.clone()]
                         .swap_with_slice(&mut staged.tables.buckets[range]);
                 }
                 staged.level = 0;
@@ -436,7 +441,7 @@ impl<T> BucketWheel<T> {
     fn refile(&mut self, bucket: Bucket<T>) {
         for mut chunk in bucket.chunks {
             for item in chunk.drain(..) {
-                self.live.file(&mut self.spare, self.now, item);
+                self.tables.file(&mut self.spare, self.now, item);
             }
             self.spare.give(chunk);
         }
@@ -474,7 +479,7 @@ impl<T> BucketWheel<T> {
             })
         });
         if staged.level == 0 {
-            let Some((level, slot)) = self.live.first_slot(1) else {
+            let Some((level, slot)) = self.tables.first_slot(1) else {
                 return 0;
             };
             debug_assert!(staged.tables.is_empty());
@@ -482,7 +487,7 @@ impl<T> BucketWheel<T> {
             staged.slot = slot;
             staged.start = Geo::slot_start(self.now, level, slot);
         }
-        let bucket = &mut self.live.buckets[staged.level * SLOTS + staged.slot];
+        let bucket = &mut self.tables.buckets[staged.level * SLOTS + staged.slot];
         let mut moved = 0;
         while moved < max {
             let Some(chunk) = bucket.chunks.last_mut() else {
@@ -518,7 +523,7 @@ impl<T> BucketWheel<T> {
             s.level = 0;
             &mut s.tables
         });
-        for tables in core::iter::once(&mut self.live).chain(staged) {
+        for tables in core::iter::once(&mut self.tables).chain(staged) {
             chunks.append(&mut tables.due.chunks);
             for bucket in tables.buckets.iter_mut() {
                 chunks.append(&mut bucket.chunks);
@@ -559,7 +564,7 @@ impl<T> BucketWheel<T> {
     pub fn validate(&self) {
         let staged = self.staged.as_deref().filter(|s| s.level != 0);
         let mut count =
-            Self::validate_tables(&self.live, self.now, staged.map(|s| (s.level, s.slot)));
+            Self::validate_tables(&self.tables, self.now, staged.map(|s| (s.level, s.slot)));
         if let Some(s) = staged {
             assert!(
                 s.start > self.now,
@@ -573,7 +578,7 @@ impl<T> BucketWheel<T> {
                 "staged start is not its slot's"
             );
             assert!(
-                self.live.occupied[s.level] & (1 << s.slot) != 0,
+                self.tables.occupied[s.level] & (1 << s.slot) != 0,
                 "staged slot {}/{} not marked occupied",
                 s.level,
                 s.slot
@@ -649,6 +654,7 @@ impl<T> BucketWheel<T> {
 /// let fired: wheel_core::BucketAdvance<'_, char> = wheel.advance(2);
 /// assert_eq!(fired.map(|(_, v)| v).collect::<String>(), "ab");
 /// ```
+#[cfg_attr(docsrs, doc(cfg(feature = "alloc")))]
 pub struct BucketAdvance<'a, T> {
     wheel: &'a mut BucketWheel<T>,
     target: u64,
@@ -676,11 +682,11 @@ impl<T> Drop for BucketAdvance<'_, T> {
     /// the clock to the target.
     fn drop(&mut self) {
         let wheel = &mut *self.wheel;
-        let mut due = core::mem::replace(&mut wheel.live.due, Bucket::EMPTY);
+        let mut due = core::mem::replace(&mut wheel.tables.due, Bucket::EMPTY);
         while wheel.step(self.target) {
-            due.chunks.append(&mut wheel.live.due.chunks);
+            due.chunks.append(&mut wheel.tables.due.chunks);
         }
-        wheel.live.due = due;
+        wheel.tables.due = due;
         wheel.now = wheel.now.max(self.target);
     }
 }
@@ -705,7 +711,7 @@ mod tests {
         for value in 0..n {
             wheel.insert(5_000 + value % 64, value); // all in one level-2 slot
         }
-        let bucket = &wheel.live.buckets[2 * SLOTS + 1];
+        let bucket = &wheel.tables.buckets[2 * SLOTS + 1];
         let capacities: Vec<usize> = bucket.chunks.iter().map(Vec::capacity).collect();
         let cap = W::CHUNK << MAX_GROWTH;
         assert_eq!(capacities[..6], [1, 2, 4, 8, 16, 16].map(|k| k * W::CHUNK));

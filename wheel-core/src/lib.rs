@@ -140,6 +140,7 @@
 //! earliest deadline, O(1) amortised per call where a scanning queue pays
 //! for every entry, no allocation, `const fn new` for a `static`.
 #![no_std]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![forbid(unsafe_code)]
 #![warn(clippy::std_instead_of_core, clippy::alloc_instead_of_core)]
 
@@ -149,9 +150,11 @@ extern crate alloc;
 #[cfg(feature = "alloc")]
 mod bucket;
 mod error;
+mod geometry;
 mod level;
 mod slab;
 mod stage;
+mod tables;
 mod waker_queue;
 mod wheel;
 
@@ -165,3 +168,9 @@ pub use waker_queue::WakerQueue;
 #[cfg(feature = "alloc")]
 pub use wheel::Wheel;
 pub use wheel::{Advance, Drain, Expired, FixedWheel, TimerWheel};
+
+// The README's examples run as doctests (they use `Wheel`, hence `alloc`),
+// so the crates.io page stays true.
+#[cfg(all(doctest, feature = "alloc"))]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

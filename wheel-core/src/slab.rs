@@ -161,6 +161,7 @@ pub trait Storage<T>: sealed::Sealed<T> {}
 /// assert_eq!(wheel.next_expiration(), Some(256)); // a level-2 slot starts there
 /// ```
 #[cfg(feature = "alloc")]
+#[cfg_attr(docsrs, doc(cfg(feature = "alloc")))]
 pub struct VecStorage<T> {
     links: alloc::vec::Vec<Link>,
     entries: alloc::vec::Vec<Entry<T>>,

@@ -20,7 +20,9 @@
 //!   cancelled or moved away), so a staging in progress always has its slot
 //!   occupied and a start after the clock.
 
-use crate::level::{stripe_of, Geometry, Lists, NO_HEADS};
+use crate::geometry::Geometry;
+use crate::level::{stripe_of, NO_HEADS};
+use crate::tables::Tables;
 
 /// The staged lower levels for one slot.
 pub(crate) struct Staged<const SLOTS: usize, const LEVELS: usize> {
@@ -33,7 +35,7 @@ pub(crate) struct Staged<const SLOTS: usize, const LEVELS: usize> {
     pub(crate) start: u64,
     /// Levels below `level` as they will be at `start`, and the timers due
     /// exactly then.
-    pub(crate) lists: Lists<SLOTS, LEVELS>,
+    pub(crate) tables: Tables<SLOTS, LEVELS>,
 }
 
 impl<const SLOTS: usize, const LEVELS: usize> Staged<SLOTS, LEVELS> {
@@ -42,13 +44,13 @@ impl<const SLOTS: usize, const LEVELS: usize> Staged<SLOTS, LEVELS> {
         level: 0,
         slot: 0,
         start: 0,
-        lists: Lists::EMPTY,
+        tables: Tables::EMPTY,
     };
 
     /// Whether no timer is staged.
     #[inline]
     pub(crate) fn is_empty(&self) -> bool {
-        self.lists.occupied_levels == 0 && self.lists.due == NO_HEADS
+        self.tables.occupied_levels == 0 && self.tables.due == NO_HEADS
     }
 
     /// Whether level `level`'s slot `slot` is the one being staged (callers
@@ -70,7 +72,7 @@ impl<const SLOTS: usize, const LEVELS: usize> Staged<SLOTS, LEVELS> {
     #[inline]
     pub(crate) fn head_for(&mut self, index: u32, deadline: u64) -> &mut u32 {
         let place = self.place_of(deadline);
-        self.lists.head_for(place, stripe_of(index))
+        self.tables.head_for(place, stripe_of(index))
     }
 
     /// Replaces the head of the staged list that `index` (due at `deadline`)
@@ -78,7 +80,7 @@ impl<const SLOTS: usize, const LEVELS: usize> Staged<SLOTS, LEVELS> {
     #[inline]
     pub(crate) fn pop_head(&mut self, index: u32, deadline: u64, next: u32) {
         let place = self.place_of(deadline);
-        self.lists.pop_head(place, stripe_of(index), next);
+        self.tables.pop_head(place, stripe_of(index), next);
     }
 
     /// Stops staging; the tables must be empty or already swapped out.

@@ -1,11 +1,41 @@
 //! The cascading wheel: insert, cancel, reschedule, advance and drain over a
 //! [`Storage`] of entries linked into per-slot lists.
+//!
+//! # Ground rules
+//!
+//! - A pending timer is on exactly one list, and which one is a function of
+//!   the clock and its deadline (`Geometry::place`): a due list iff its
+//!   deadline is ≤ `now`; else on level `k`, the most significant digit in
+//!   which its deadline differs from `now`, in the slot of its deadline's
+//!   digit there. Within a slot (and among the due lists) it is on list
+//!   `index % STRIPES`. Nothing records where an entry is: `unlink`
+//!   computes it again, so every move of the clock must keep each
+//!   placement true.
+//! - The clock only moves forward, and never past the start of an occupied
+//!   slot: `step` stops there, takes the whole slot, then files each of its
+//!   timers again relative to the new clock, onto a due list or a strictly
+//!   lower level. Every occupied slot lies after the clock's slot on its
+//!   level, so the lowest occupied level's first slot is the earliest, and
+//!   moving the clock up to its start leaves every other placement true.
+//! - Bits: a slot's occupied bit is set iff one of its lists is not empty,
+//!   and a level's bit in `occupied_levels` iff one of its slots is
+//!   occupied; the one exception is the slot being staged, which stays
+//!   occupied while it holds staged timers (see `stage`).
+//! - Links: the lists run through the slab's links by `u32` index, doubly
+//!   linked, ending in `NIL`, a head's `prev` being `NIL`; only taking off
+//!   a head touches the tables.
+//! - Counts: the live and the staged tables hold `len()` timers between
+//!   them, and every other slab entry is on the free list.
+//!
+//! [`TimerWheel::validate`] checks each of these.
 
 use core::fmt;
 
-use crate::level::{stripe_of, Geometry, Heads, Lists, NO_HEADS, STRIPES};
+use crate::geometry::Geometry;
+use crate::level::{stripe_of, Heads, NO_HEADS, STRIPES};
 use crate::slab::{Link, Slab, Storage, TimerId, NIL};
 use crate::stage::Stage;
+use crate::tables::Tables;
 use crate::ArrayStorage;
 use crate::Full;
 #[cfg(feature = "alloc")]
@@ -65,7 +95,7 @@ pub struct TimerWheel<T, S, const SLOTS: usize = 64, const LEVELS: usize = 11> {
     now: u64,
     /// The slots of every level, and the due lists: timers whose deadline
     /// is ≤ `now`, which the next `advance` yields first.
-    lists: Lists<SLOTS, LEVELS>,
+    tables: Tables<SLOTS, LEVELS>,
     /// The due list `pop_due` tries first.
     due_cursor: usize,
     /// The next slot to cascade, filed ahead of time (see `cascade_ahead`).
@@ -87,6 +117,7 @@ pub struct TimerWheel<T, S, const SLOTS: usize = 64, const LEVELS: usize = 11> {
 /// assert_eq!(wheel.advance(1_500).next().unwrap().value, "retry");
 /// ```
 #[cfg(feature = "alloc")]
+#[cfg_attr(docsrs, doc(cfg(feature = "alloc")))]
 pub type Wheel<T, const SLOTS: usize = 64, const LEVELS: usize = 11> =
     TimerWheel<T, VecStorage<T>, SLOTS, LEVELS>;
 
@@ -130,6 +161,7 @@ pub type FixedWheel<T, const N: usize, const SLOTS: usize = 64, const LEVELS: us
     TimerWheel<T, ArrayStorage<T, N>, SLOTS, LEVELS>;
 
 #[cfg(feature = "alloc")]
+#[cfg_attr(docsrs, doc(cfg(feature = "alloc")))]
 impl<T> TimerWheel<T, VecStorage<T>> {
     /// An empty growable wheel whose clock starts at tick 0.
     ///
@@ -168,6 +200,7 @@ impl<T> TimerWheel<T, VecStorage<T>> {
 }
 
 #[cfg(feature = "alloc")]
+#[cfg_attr(docsrs, doc(cfg(feature = "alloc")))]
 impl<T> Default for TimerWheel<T, VecStorage<T>> {
     fn default() -> Self {
         Self::new()
@@ -175,6 +208,7 @@ impl<T> Default for TimerWheel<T, VecStorage<T>> {
 }
 
 #[cfg(feature = "alloc")]
+#[cfg_attr(docsrs, doc(cfg(feature = "alloc")))]
 impl<T, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, VecStorage<T>, SLOTS, LEVELS> {
     /// Inserts a timer due at `deadline` (a deadline ≤ [`now`](Self::now) is
     /// due at once) and returns its id.
@@ -265,7 +299,7 @@ impl<T, const N: usize, const SLOTS: usize, const LEVELS: usize>
         let () = Geometry::<SLOTS, LEVELS>::CHECK;
         Self {
             now,
-            lists: Lists::EMPTY,
+            tables: Tables::EMPTY,
             due_cursor: 0,
             stage: Stage::NONE,
             slab: Slab::new(ArrayStorage::new()),
@@ -304,7 +338,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
         let () = Geometry::<SLOTS, LEVELS>::CHECK;
         Self {
             now,
-            lists: Lists::EMPTY,
+            tables: Tables::EMPTY,
             due_cursor: 0,
             stage: Stage::NONE,
             slab: Slab::new(storage),
@@ -525,7 +559,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     /// ```
     #[inline]
     pub fn next_expiration(&self) -> Option<u64> {
-        if self.lists.due != NO_HEADS {
+        if self.tables.due != NO_HEADS {
             return Some(self.now);
         }
         self.next_slot().map(|(_, _, start)| start)
@@ -547,7 +581,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     /// ```
     pub fn drain(&mut self) -> Drain<'_, T, S, SLOTS, LEVELS> {
         // Unhook every list first: the entries are then only slab entries.
-        self.lists = Lists::EMPTY;
+        self.tables = Tables::EMPTY;
         self.stage.reset();
         Drain {
             wheel: self,
@@ -582,18 +616,19 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     /// assert_eq!(fired, (5_000..5_100).collect::<Vec<_>>());
     /// ```
     #[cfg(feature = "alloc")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "alloc")))]
     pub fn cascade_ahead(&mut self, max: usize) -> usize {
         let now = self.now;
         let area = self.stage.area();
         if area.level == 0 {
-            let Some((level, slot)) = self.lists.first_slot(!1) else {
+            let Some((level, slot)) = self.tables.first_slot(!1) else {
                 return 0;
             };
             area.level = level;
             area.slot = slot;
             area.start = Geometry::<SLOTS, LEVELS>::slot_start(now, level, slot);
         }
-        let heads = self.lists.level_mut(area.level).slot_mut(area.slot);
+        let heads = self.tables.level_mut(area.level).slot_mut(area.slot);
         let mut moved = 0;
         while moved < max && *heads != NO_HEADS {
             for head in heads.iter_mut() {
@@ -622,10 +657,8 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
         self.drain();
     }
 
-    /// Checks every internal invariant: bitmaps match the lists, each timer
-    /// sits on the level and slot its deadline calls for (and only timers with
-    /// deadline ≤ `now` on the due list), links agree both ways, and the
-    /// counts add up. O(capacity); for tests and fuzzing.
+    /// Checks every internal invariant (the ground rules of the wheel's
+    /// source, `wheel.rs`). O(capacity); for tests and fuzzing.
     ///
     /// # Panics
     /// If an invariant is broken, with a message naming it and the state.
@@ -642,24 +675,24 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
         let kept = staged
             .filter(|st| !st.is_empty())
             .map(|st| (st.level, st.slot));
-        let mut linked = self.validate_lists(&self.lists, self.now, kept, "live");
+        let mut linked = self.validate_tables(&self.tables, self.now, kept, "live");
         if let Some(st) = staged {
             assert!(
-                st.start > self.now && self.lists.is_occupied(st.level, st.slot),
+                st.start > self.now && self.tables.is_occupied(st.level, st.slot),
                 "staging for level {} slot {} (start {}) at now {}, slot occupied: {}",
                 st.level,
                 st.slot,
                 st.start,
                 self.now,
-                self.lists.is_occupied(st.level, st.slot)
+                self.tables.is_occupied(st.level, st.slot)
             );
             assert!(
-                st.lists.occupied_levels >> st.level == 0,
+                st.tables.occupied_levels >> st.level == 0,
                 "staged levels {:#b} at or above the staged slot's level {}",
-                st.lists.occupied_levels,
+                st.tables.occupied_levels,
                 st.level
             );
-            linked += self.validate_lists(&st.lists, st.start, None, "staged");
+            linked += self.validate_tables(&st.tables, st.start, None, "staged");
         }
         assert_eq!(
             linked,
@@ -674,27 +707,27 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
         );
     }
 
-    /// Checks one set of lists placed relative to clock `at`: bitmaps match
+    /// Checks one set of tables placed relative to clock `at`: bitmaps match
     /// the heads (slot `kept` may be occupied with empty lists), occupied
     /// slots lie after `at`'s, and every list holds what belongs there.
     /// Returns how many timers they hold.
-    fn validate_lists(
+    fn validate_tables(
         &self,
-        lists: &Lists<SLOTS, LEVELS>,
+        tables: &Tables<SLOTS, LEVELS>,
         at: u64,
         kept: Option<(usize, usize)>,
         what: &str,
     ) -> usize {
         let mut linked = 0;
-        for (stripe, &head) in lists.due.iter().enumerate() {
+        for (stripe, &head) in tables.due.iter().enumerate() {
             linked += self.validate_list(head, at, None, stripe);
         }
-        for (level, lvl) in lists.levels.iter().enumerate() {
+        for (level, lvl) in tables.levels.iter().enumerate() {
             assert_eq!(
-                lists.occupied_levels & (1 << level) != 0,
+                tables.occupied_levels & (1 << level) != 0,
                 lvl.occupied != 0,
                 "{what}: occupied_levels {:#b} disagrees with level {level} bitmap {:#x}",
-                lists.occupied_levels,
+                tables.occupied_levels,
                 lvl.occupied
             );
             let at_slot = Geometry::<SLOTS, LEVELS>::slot_for(at, level);
@@ -767,7 +800,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     /// a lower level's slots all end before a higher level's next one starts).
     #[inline]
     fn next_slot(&self) -> Option<(usize, usize, u64)> {
-        let (level, slot) = self.lists.first_slot(u64::MAX)?;
+        let (level, slot) = self.tables.first_slot(u64::MAX)?;
         Some((
             level,
             slot,
@@ -809,7 +842,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     /// Only for a wheel that never cascades ahead.
     #[inline]
     pub(crate) fn earliest(&self) -> Earliest {
-        if self.lists.due != NO_HEADS {
+        if self.tables.due != NO_HEADS {
             return Earliest::Due;
         }
         match self.next_slot() {
@@ -826,10 +859,10 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     /// earliest slot: a walk of those lists, `u64::MAX` if there are none.
     /// Only for a wheel that never cascades ahead.
     pub(crate) fn least_deadline(&self) -> u64 {
-        let heads = if self.lists.due != NO_HEADS {
-            self.lists.due
+        let heads = if self.tables.due != NO_HEADS {
+            self.tables.due
         } else if let Some((level, slot, _)) = self.next_slot() {
-            *self.lists.level(level).slot(slot)
+            *self.tables.level(level).slot(slot)
         } else {
             return u64::MAX;
         };
@@ -848,10 +881,10 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     /// slot is occupied), as (index, deadline): each list's first two. A
     /// full [`WakerQueue`](crate::WakerQueue) wakes one of them early.
     pub(crate) fn latest(&self) -> [(u32, u64); 2 * STRIPES] {
-        let heads = match self.lists.occupied_levels {
-            0 => self.lists.due,
+        let heads = match self.tables.occupied_levels {
+            0 => self.tables.due,
             levels => {
-                let level = self.lists.level(63 - levels.leading_zeros() as usize);
+                let level = self.tables.level(63 - levels.leading_zeros() as usize);
                 *level.slot(63 - level.occupied.leading_zeros() as usize)
             }
         };
@@ -874,7 +907,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     #[inline(always)]
     fn link(&mut self, index: u32, deadline: u64) {
         let place = self.place_of(deadline);
-        let head = self.lists.head_for(place, stripe_of(index));
+        let head = self.tables.head_for(place, stripe_of(index));
         Self::push_front(&mut self.slab, head, index);
     }
 
@@ -918,7 +951,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
         let place = self.place_of(link.deadline);
         if let (Some((level, slot)), Some(st)) = (place, self.stage.active_mut()) {
             if st.covers(level, slot) {
-                let own = &mut self.lists.level_mut(level).slot_mut(slot)[stripe];
+                let own = &mut self.tables.level_mut(level).slot_mut(slot)[stripe];
                 if *own == index {
                     *own = next;
                 } else {
@@ -928,15 +961,15 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
                 // The slot stays occupied while it has timers staged, and
                 // staging ends when the slot empties.
                 if st.is_empty() {
-                    self.lists.clear_if_empty(level, slot);
-                    if !self.lists.is_occupied(level, slot) {
+                    self.tables.clear_if_empty(level, slot);
+                    if !self.tables.is_occupied(level, slot) {
                         st.finish();
                     }
                 }
                 return;
             }
         }
-        self.lists.pop_head(place, stripe, next);
+        self.tables.pop_head(place, stripe, next);
     }
 
     /// Pops one due timer, freeing its entry.
@@ -946,16 +979,17 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
         // independent chains and their link loads overlap.
         let stripe = (0..STRIPES)
             .map(|k| (self.due_cursor + k) % STRIPES)
-            .find(|&stripe| self.lists.due[stripe] != NIL)?;
+            .find(|&stripe| self.tables.due[stripe] != NIL)?;
         self.due_cursor = stripe + 1;
-        let index = Self::pop_front(&mut self.slab, &mut self.lists.due[stripe % STRIPES]);
+        let index = Self::pop_front(&mut self.slab, &mut self.tables.due[stripe % STRIPES]);
         self.slab.remove(index)
     }
 
-    /// Adds due lists to the due lists.
+    /// Appends timers due at the clock (a level-0 slot's, or those staged
+    /// for this tick) to the due lists, stripe by stripe.
     fn splice_due(&mut self, lists: Heads) {
         // List `s` holds only entries of stripe `s`, so lists pair up.
-        for (due, mut index) in self.lists.due.iter_mut().zip(lists) {
+        for (due, mut index) in self.tables.due.iter_mut().zip(lists) {
             if *due == NIL {
                 *due = index;
                 continue;
@@ -982,7 +1016,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
             return false;
         };
         self.now = start;
-        let mut cursors = self.lists.take_slot(level, slot);
+        let mut cursors = self.tables.take_slot(level, slot);
         if level == 0 {
             // Every timer in a level-0 slot is due exactly at its start.
             self.splice_due(cursors);
@@ -993,17 +1027,17 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
                 // The levels below are empty now; the staged ones take their
                 // place, and only what was not staged yet is walked below.
                 for (live, staged) in self
-                    .lists
+                    .tables
                     .levels
                     .iter_mut()
                     .take(level)
-                    .zip(&mut st.lists.levels)
+                    .zip(&mut st.tables.levels)
                 {
                     debug_assert_eq!(live.occupied, 0, "live level below a cascading slot");
                     core::mem::swap(live, staged);
                 }
-                self.lists.occupied_levels |= core::mem::take(&mut st.lists.occupied_levels);
-                let due = core::mem::replace(&mut st.lists.due, NO_HEADS);
+                self.tables.occupied_levels |= core::mem::take(&mut st.tables.occupied_levels);
+                let due = core::mem::replace(&mut st.tables.due, NO_HEADS);
                 st.finish();
                 self.splice_due(due);
             }

@@ -7,7 +7,7 @@ use std::collections::{BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use arbitrary::{Arbitrary, Unstructured};
-use wheel_sync::queue::{channel, Consumer, Producer};
+use wheel_sync::__private::queue::{channel, Consumer, Producer};
 
 /// Most ops decoded from one input.
 pub const MAX_OPS: usize = 256;

@@ -24,7 +24,7 @@
 //! - **Submission** never blocks or locks: a timer is a reference-counted
 //!   entry whose state word decides fire-vs-cancel with one
 //!   compare-exchange; `schedule`, `cancel` and `Sleep::reset` change the
-//!   word and push the entry onto an MPSC [`queue`]. The driver is unparked
+//!   word and push the entry onto an MPSC queue. The driver is unparked
 //!   only when a new deadline is earlier than its planned wake-up (or once
 //!   per 1024 submissions, so a backlog never builds while it sleeps) —
 //!   never on every submission.
@@ -182,7 +182,7 @@ mod interval;
 mod job;
 mod lateness;
 mod parked;
-pub mod queue;
+mod queue;
 mod relay;
 mod service;
 mod sleep;
@@ -201,6 +201,17 @@ pub use crate::service::TimerService;
 pub use crate::sleep::{Elapsed, Sleep, Timeout};
 pub use crate::stats::{ShutdownReport, Stats};
 
+/// Not part of the API, and not covered by semver: the submission queue,
+/// for wheel-model's differential tests (and so the fuzz targets), the loom
+/// models in `tests/` and the queue's own doctests.
+#[doc(hidden)]
+pub mod __private {
+    /// The MPSC submission queue.
+    pub mod queue {
+        pub use crate::queue::{channel, Consumer, Producer};
+    }
+}
+
 const _: fn() = || {
     fn send<S: Send>() {}
     fn send_sync<S: Send + Sync>() {}
@@ -211,3 +222,8 @@ const _: fn() = || {
     send::<Interval>();
     send::<DelayQueue<Vec<u8>>>();
 };
+
+// The README's examples run as doctests, so the crates.io page stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -323,7 +323,7 @@ impl<T> Drop for Shared<T> {
 /// # Examples
 ///
 /// ```
-/// let (producer, mut consumer) = wheel_sync::queue::channel();
+/// let (producer, mut consumer) = wheel_sync::__private::queue::channel();
 /// let worker = {
 ///     let producer = producer.clone();
 ///     std::thread::spawn(move || producer.push("from a thread"))
@@ -363,7 +363,7 @@ impl<T: Send> Producer<T> {
     /// # Examples
     ///
     /// ```
-    /// let (producer, mut consumer) = wheel_sync::queue::channel();
+    /// let (producer, mut consumer) = wheel_sync::__private::queue::channel();
     /// assert_eq!(producer.push('a'), 0);
     /// assert_eq!(producer.clone().push('b'), 1);
     /// assert_eq!(consumer.pop(), Some('a'));
@@ -381,7 +381,7 @@ impl<T: Send> Producer<T> {
     /// # Examples
     ///
     /// ```
-    /// let (producer, mut consumer) = wheel_sync::queue::channel();
+    /// let (producer, mut consumer) = wheel_sync::__private::queue::channel();
     /// producer.push(1);
     /// producer.push(2);
     /// assert_eq!(producer.len(), 2);
@@ -397,7 +397,7 @@ impl<T: Send> Producer<T> {
     /// # Examples
     ///
     /// ```
-    /// let (producer, _consumer) = wheel_sync::queue::channel();
+    /// let (producer, _consumer) = wheel_sync::__private::queue::channel();
     /// assert!(producer.is_empty());
     /// producer.push(());
     /// assert!(!producer.is_empty());
@@ -446,7 +446,7 @@ impl<T: Send> Consumer<T> {
     /// # Examples
     ///
     /// ```
-    /// let (producer, mut consumer) = wheel_sync::queue::channel();
+    /// let (producer, mut consumer) = wheel_sync::__private::queue::channel();
     /// assert_eq!(consumer.pop(), None);
     /// producer.push(7);
     /// assert_eq!(consumer.pop(), Some(7));
@@ -463,7 +463,7 @@ impl<T: Send> Consumer<T> {
     /// # Examples
     ///
     /// ```
-    /// let (producer, mut consumer) = wheel_sync::queue::channel();
+    /// let (producer, mut consumer) = wheel_sync::__private::queue::channel();
     /// producer.push("x");
     /// assert_eq!(consumer.len(), 1);
     /// consumer.pop();
@@ -478,7 +478,7 @@ impl<T: Send> Consumer<T> {
     /// # Examples
     ///
     /// ```
-    /// let (producer, consumer) = wheel_sync::queue::channel();
+    /// let (producer, consumer) = wheel_sync::__private::queue::channel();
     /// assert!(consumer.is_empty());
     /// producer.push(0u8);
     /// assert!(!consumer.is_empty());

@@ -9,7 +9,7 @@
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use wheel_sync::queue::{channel, Consumer};
+use wheel_sync::__private::queue::{channel, Consumer};
 
 /// Runs `f` in every interleaving loom explores; `LOOM_MAX_PREEMPTIONS` overrides the
 /// default bound of 3 preemptions, which keeps each model to seconds.
