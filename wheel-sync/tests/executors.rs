@@ -87,7 +87,7 @@ async fn delay_queue(timers: TimerService) -> &'static str {
     }
     let mut out = Vec::new();
     while let Some(expired) = queue.next_expired().await {
-        out.push((expired.deadline, Instant::now()));
+        out.push((expired.deadline(), Instant::now()));
     }
     assert_eq!(out.len(), 5, "items were lost");
     assert_in_deadline_order(&out);
