@@ -1,6 +1,7 @@
 //! `DelayQueue`: many deadlines owned by one task, on one timer of the
 //! service's, as `tokio_util::time::DelayQueue`; the [`Key`] that names an
-//! item in it and the [`Expired`] item it hands back.
+//! item in it and the [`Expired`] item it hands back. With the `stream`
+//! feature it is a `futures_core::Stream` of [`Expired`] items.
 
 use core::fmt;
 use core::future::{poll_fn, Future};
@@ -13,6 +14,8 @@ use wheel_core::{TimerId, Wheel};
 use crate::{Sleep, TimerService};
 
 mod expired;
+#[cfg(feature = "stream")]
+mod stream;
 
 pub use expired::Expired;
 
@@ -46,7 +49,9 @@ pub struct Key(TimerId);
 /// no particular order), then the rest in deadline order.
 ///
 /// [`poll_expired`](Self::poll_expired) returns `Ready(None)` when the queue
-/// is empty (as tokio's does), and can be polled again after an insert.
+/// is empty (as tokio's does), and can be polled again after an insert. With
+/// the `stream` feature, the queue is a `futures_core::Stream` of
+/// [`Expired`] items that does the same (see its impl).
 ///
 /// # Panics
 /// [`poll_expired`](Self::poll_expired) panics, as [`Sleep`] does, if it
@@ -426,6 +431,11 @@ impl<T> DelayQueue<T> {
         }
     }
 }
+
+// The queue never pins an item: items move in and out by value, so a
+// pinned queue may move its items (the wheel's storage alone would make the
+// queue `Unpin` only for `T: Unpin`). `Stream::poll_next` needs this.
+impl<T> Unpin for DelayQueue<T> {}
 
 #[cfg(not(loom))]
 impl<T> Default for DelayQueue<T> {
