@@ -1,5 +1,7 @@
 //! `DelayQueue`: many deadlines owned by one task, on one timer of the
-//! service's, as `tokio_util::time::DelayQueue`.
+//! service's, as `tokio_util::time::DelayQueue`; the [`Key`] that names an
+//! item in it and the [`Expired`] item it hands back. With the `stream`
+//! feature it is a `futures_core::Stream` of [`Expired`] items.
 
 use core::fmt;
 use core::future::{poll_fn, Future};
@@ -10,6 +12,12 @@ use std::time::{Duration, Instant};
 use wheel_core::{TimerId, Wheel};
 
 use crate::{Sleep, TimerService};
+
+mod expired;
+#[cfg(feature = "stream")]
+mod stream;
+
+pub use expired::Expired;
 
 /// Names an item in a [`DelayQueue`]. Keys are generational: once the item
 /// has expired or been removed, its key names nothing, even if the queue
@@ -28,33 +36,6 @@ use crate::{Sleep, TimerService};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Key(TimerId);
 
-/// An item whose deadline has come, taken out of a [`DelayQueue`].
-///
-/// # Examples
-/// ```
-/// use std::task::{Context, Poll, Waker};
-/// use std::time::Duration;
-///
-/// let timers = wheel_sync::TimerService::builder().manual_clock().build().unwrap();
-/// let mut queue = wheel_sync::DelayQueue::with_service(&timers);
-/// let key = queue.insert('x', Duration::from_millis(5));
-/// timers.advance(Duration::from_millis(5)).unwrap();
-/// let Poll::Ready(Some(expired)) = queue.poll_expired(&mut Context::from_waker(Waker::noop())) else {
-///     panic!("not expired");
-/// };
-/// assert_eq!((expired.value, expired.key), ('x', key));
-/// assert_eq!(expired.deadline, timers.now());
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Expired<T> {
-    /// The item.
-    pub value: T,
-    /// The deadline it was due at (it came out at or after it).
-    pub deadline: Instant,
-    /// Its key, which names nothing from now on.
-    pub key: Key,
-}
-
 /// A queue of items, each handed back once its own deadline has come:
 /// per-connection idle timeouts, a cache's time-to-live, retries with
 /// backoff, all owned by one task.
@@ -68,7 +49,9 @@ pub struct Expired<T> {
 /// no particular order), then the rest in deadline order.
 ///
 /// [`poll_expired`](Self::poll_expired) returns `Ready(None)` when the queue
-/// is empty (as tokio's does), and can be polled again after an insert.
+/// is empty (as tokio's does), and can be polled again after an insert. With
+/// the `stream` feature, the queue is a `futures_core::Stream` of
+/// [`Expired`] items that does the same (see its impl).
 ///
 /// # Panics
 /// [`poll_expired`](Self::poll_expired) panics, as [`Sleep`] does, if it
@@ -88,8 +71,8 @@ pub struct Expired<T> {
 /// rt.block_on(async {
 ///     let mut closed = Vec::new();
 ///     while let Some(expired) = poll_fn(|cx| idle.poll_expired(cx)).await {
-///         assert!(Instant::now() >= expired.deadline);
-///         closed.push(expired.value);
+///         assert!(Instant::now() >= expired.deadline());
+///         closed.push(expired.into_inner());
 ///     }
 ///     assert_eq!(closed, ["conn 2", "conn 1"]);
 /// });
@@ -407,7 +390,7 @@ impl<T> DelayQueue<T> {
     /// # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
     /// rt.block_on(async {
     ///     while let Some(expired) = retries.next_expired().await {
-    ///         assert_eq!(expired.value, "GET /a"); // send it again
+    ///         assert_eq!(*expired.get_ref(), "GET /a"); // send it again
     ///     }
     /// });
     /// ```
@@ -448,6 +431,11 @@ impl<T> DelayQueue<T> {
         }
     }
 }
+
+// The queue never pins an item: items move in and out by value, so a
+// pinned queue may move its items (the wheel's storage alone would make the
+// queue `Unpin` only for `T: Unpin`). `Stream::poll_next` needs this.
+impl<T> Unpin for DelayQueue<T> {}
 
 #[cfg(not(loom))]
 impl<T> Default for DelayQueue<T> {

@@ -157,6 +157,12 @@
 //! thread one after another, so they must be short; a service built with
 //! [`Builder::callback_executor`] hands them to an executor instead.
 //!
+//! # Cargo features
+//!
+//! - `stream` (off by default): [`DelayQueue`] is a `futures_core::Stream`
+//!   of [`delay_queue::Expired`] items, as `tokio_util`'s is; it adds the
+//!   `futures-core` dependency. Everything else needs no feature.
+//!
 //! # Never early, and never
 //!
 //! Deadlines round up to the tick and the clock rounds down. A deadline

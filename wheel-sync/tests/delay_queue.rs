@@ -19,7 +19,7 @@ use common::{counting_waker, manual, ms, XorShift};
 fn drain_due(queue: &mut DelayQueue<u64>, cx: &mut Context<'_>) -> Vec<(u64, Instant)> {
     let mut out = Vec::new();
     while let Poll::Ready(Some(expired)) = queue.poll_expired(cx) {
-        out.push((expired.value, expired.deadline));
+        out.push((*expired.get_ref(), expired.deadline()));
     }
     out
 }
@@ -104,7 +104,7 @@ fn a_waiting_task_is_woken_by_the_earliest_deadline_even_one_added_later() {
     let Poll::Ready(Some(expired)) = queue.poll_expired(&mut cx) else {
         panic!("the early item did not come out");
     };
-    assert_eq!((expired.value, expired.key), (2, early));
+    assert_eq!((*expired.get_ref(), expired.key()), (2, early));
     assert!(queue.poll_expired(&mut cx).is_pending());
 
     // A reset that makes the remaining item due sooner.
@@ -113,7 +113,7 @@ fn a_waiting_task_is_woken_by_the_earliest_deadline_even_one_added_later() {
     assert!(queue.reset(key, ms(5)));
     timers.advance(ms(5)).unwrap();
     assert_eq!(count.count(), 2);
-    assert!(matches!(queue.poll_expired(&mut cx), Poll::Ready(Some(e)) if e.value == 3));
+    assert!(matches!(queue.poll_expired(&mut cx), Poll::Ready(Some(e)) if *e.get_ref() == 3));
 }
 
 #[test]
@@ -131,8 +131,8 @@ fn next_expired_waits_on_the_real_clock_and_never_returns_early() {
     let drained = async {
         let mut order = Vec::new();
         while let Some(expired) = queue.next_expired().await {
-            assert!(Instant::now() >= expired.deadline);
-            order.push(expired.value);
+            assert!(Instant::now() >= expired.deadline());
+            order.push(expired.into_inner());
         }
         order
     };
@@ -155,4 +155,29 @@ fn clear_empties_the_queue_and_stales_every_key() {
     timers.advance(ms(1000)).unwrap();
     let mut cx = Context::from_waker(Waker::noop());
     assert!(matches!(queue.poll_expired(&mut cx), Poll::Ready(None)));
+}
+
+#[test]
+fn expired_carries_the_item_its_last_deadline_and_its_key() {
+    let timers = manual();
+    let mut queue = DelayQueue::with_service(&timers);
+    let first = timers.now() + ms(30);
+    let moved = queue.insert_at(String::from("moved"), first);
+    let stays = queue.insert_at(String::from("stays"), timers.now() + ms(20));
+    let later = timers.now() + Duration::from_micros(40_500); // not on a tick
+    assert!(queue.reset_at(moved, later));
+    timers.advance(ms(41)).unwrap();
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut out = Vec::new();
+    while let Poll::Ready(Some(expired)) = queue.poll_expired(&mut cx) {
+        out.push(expired);
+    }
+    assert_eq!(out.len(), 2);
+    let (a, mut b) = (out.remove(0), out.remove(0));
+    assert_eq!((a.get_ref().as_str(), a.key()), ("stays", stays));
+    assert_eq!((b.get_ref().as_str(), b.key()), ("moved", moved));
+    assert_eq!(b.deadline(), later, "the reset deadline, unrounded");
+    b.get_mut().push('!');
+    assert_eq!(b.clone().into_inner(), "moved!");
+    assert_eq!(queue.remove(b.key()), None, "an expired key names nothing");
 }

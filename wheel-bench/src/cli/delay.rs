@@ -172,7 +172,7 @@ fn wheel_queue(args: &DelayArgs, progress: bool) -> Result<DelayOutcome, RunErro
     run.scheduled();
     rt.block_on(async {
         while let Some(expired) = queue.next_expired().await {
-            rec.fire(expired.value);
+            rec.fire(expired.into_inner());
         }
     });
     Ok(run.finish()?)

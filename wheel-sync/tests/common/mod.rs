@@ -177,3 +177,38 @@ pub fn report_to(
         let _ = tx.send((id, deadline, now));
     }
 }
+
+/// Runs `run` on a thread of its own and waits up to `PATIENCE` for it: a
+/// panic in it is this thread's panic, and a hang (a lost wake-up) fails
+/// instead of stalling the suite. The executors under test park their
+/// threads, so only a watch from outside can bound them.
+pub fn within_patience(run: impl FnOnce() + Send + 'static) {
+    let (done_tx, done) = mpsc::channel();
+    let runner = thread::spawn(move || {
+        run();
+        let _ = done_tx.send(());
+    });
+    match done.recv_timeout(PATIENCE) {
+        Ok(()) => runner.join().expect("it finished"),
+        Err(mpsc::RecvTimeoutError::Disconnected) => {
+            std::panic::resume_unwind(runner.join().expect_err("it panicked"))
+        }
+        Err(mpsc::RecvTimeoutError::Timeout) => panic!("not done within {PATIENCE:?}"),
+    }
+}
+
+/// Checks what a `DelayQueue` handed out, as (deadline, when it came out),
+/// in the order it came out: never early, and in deadline order except
+/// among items that were all due already (those come out in any order).
+/// So an item that overtook one due earlier came out when that one was due.
+pub fn assert_in_deadline_order(out: &[(Instant, Instant)]) {
+    for (i, &(deadline, at)) in out.iter().enumerate() {
+        assert!(at >= deadline, "item {i} came out early: {out:?}");
+        for &(earlier, _) in &out[i + 1..] {
+            assert!(
+                earlier >= deadline || earlier <= at,
+                "item {i} came out before an earlier deadline was due: {out:?}"
+            );
+        }
+    }
+}
