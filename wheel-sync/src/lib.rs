@@ -171,6 +171,7 @@
 //! comes due, however far a manual clock is moved; it is never clamped to
 //! an earlier one.
 #![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod builder;
 mod caught;

@@ -9,8 +9,8 @@
 //! | [`IndexedHeap`] | binary heap with a heap position per timer | O(log n) | O(log n), eager | O(log n) |
 //! | [`BTreeTimers`] | `BTreeMap<(deadline, seq), value>` | O(log n) | O(log n) | O(log n) |
 //!
-//! Measured numbers are in the README; `cargo bench -p wheel-bench --bench
-//! core` reproduces them.
+//! Measured numbers are in docs/benchmarks.md; `cargo bench -p wheel-bench
+//! --bench core` reproduces them.
 //!
 //! Time is a `u64` tick everywhere (a millisecond for the DelayQueue peer,
 //! whose wheel counts milliseconds). Every peer fires exactly the timers

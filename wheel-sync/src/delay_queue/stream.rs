@@ -44,6 +44,7 @@ use super::{DelayQueue, Expired};
 ///     assert_eq!(retries.next().await.map(|e| e.into_inner()), Some("GET /c"));
 /// });
 /// ```
+#[cfg_attr(docsrs, doc(cfg(feature = "stream")))]
 impl<T> Stream for DelayQueue<T> {
     type Item = Expired<T>;
 
