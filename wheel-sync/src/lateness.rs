@@ -77,10 +77,10 @@ impl Histogram {
     /// The percentiles of what has been recorded; `max` is the exact
     /// largest lateness, which the driver keeps apart.
     pub(crate) fn lateness(&self, max: Duration) -> Lateness {
-        let counts: Vec<u64> = (self.counts.iter())
-            .map(|count| count.load(Ordering::Relaxed))
-            .collect();
-        let total: u64 = counts.iter().sum();
+        // No snapshot to allocate: the counts only grow, so a walk after
+        // the total reaches every rank the total names.
+        let count = |i: usize| self.counts[i].load(Ordering::Relaxed);
+        let total: u64 = (0..BUCKETS).map(count).sum();
         let quantile = |q: f64| {
             if total == 0 {
                 return Duration::ZERO;
@@ -88,10 +88,9 @@ impl Histogram {
             // The rank of the timer at fraction `q`, 1-based.
             let rank = ((q * total as f64).ceil() as u64).clamp(1, total);
             let mut seen = 0;
-            let bucket = counts
-                .iter()
-                .position(|&count| {
-                    seen += count;
+            let bucket = (0..BUCKETS)
+                .position(|i| {
+                    seen += count(i);
                     seen >= rank
                 })
                 .unwrap_or(BUCKETS - 1);
