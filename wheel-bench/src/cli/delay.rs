@@ -8,6 +8,7 @@ use std::future::poll_fn;
 use std::io;
 use std::time::Duration;
 
+use std::borrow::Borrow;
 use std::sync::Arc;
 use tokio_util::time::DelayQueue;
 
@@ -138,23 +139,23 @@ fn wheel_tasks_holding(
     let spawner = rt.spawn(async move {
         for d in draws {
             if arc {
-                let service = Arc::clone(&spawning);
-                tokio::spawn(async move {
-                    service.sleep_until(rec.at(d)).await;
-                    rec.fire(d);
-                });
+                sleeper(Arc::clone(&spawning), rec, d);
             } else {
-                let service = TimerService::clone(&spawning);
-                tokio::spawn(async move {
-                    service.sleep_until(rec.at(d)).await;
-                    rec.fire(d);
-                });
+                sleeper(TimerService::clone(&spawning), rec, d);
             }
         }
     });
     rt.block_on(spawner)?;
     run.scheduled();
     Ok(run.finish_with(Some(&service))?)
+}
+
+/// A task that holds `service` as it sleeps until draw `d`'s deadline.
+fn sleeper(service: impl Borrow<TimerService> + Send + 'static, rec: &'static Recorder, d: u64) {
+    tokio::spawn(async move {
+        service.borrow().sleep_until(rec.at(d)).await;
+        rec.fire(d);
+    });
 }
 
 /// `delayqueue`'s shape on wheel-sync: one task owns every deadline, and

@@ -49,13 +49,8 @@ pub fn run(args: &TimeoutsArgs, imp: Impl, progress: bool) -> Result<TimeoutsOut
             let rt = wheel_bench::tokio_runtime()?;
             bench.drive(|lane| {
                 let _runtime = rt.enter();
-                let mut cx = Context::from_waker(Waker::noop());
-                lane.count(|| {
-                    // Polled once so the entry really goes into the driver's wheel.
-                    let mut sleep = pin!(tokio::time::sleep(TIMEOUT));
-                    let _ = sleep.as_mut().poll(&mut cx);
-                    Ok(())
-                })
+                // Polled once so the entry really goes into the driver's wheel.
+                polled_once(lane, || tokio::time::sleep(TIMEOUT))
             })
         }
         Impl::DelayQueue => {
@@ -124,37 +119,18 @@ pub fn run(args: &TimeoutsArgs, imp: Impl, progress: bool) -> Result<TimeoutsOut
             let service = TimerService::builder().build()?;
             bench.drive(|lane| {
                 let service = service.clone();
-                let mut cx = Context::from_waker(Waker::noop());
-                lane.count(|| {
-                    // Polled once, as tokio's is, though it registers on creation.
-                    let mut sleep = pin!(service.sleep(TIMEOUT));
-                    let _ = sleep.as_mut().poll(&mut cx);
-                    Ok(())
-                })
+                // Polled once, as tokio's is, though it registers on creation.
+                polled_once(lane, || service.sleep(TIMEOUT))
             })
         }
         Impl::WheelAsyncShared => {
             let service = TimerService::builder().build()?;
-            bench.drive(|lane| {
-                let mut cx = Context::from_waker(Waker::noop());
-                lane.count(|| {
-                    let mut sleep = pin!(service.sleep(TIMEOUT));
-                    let _ = sleep.as_mut().poll(&mut cx);
-                    Ok(())
-                })
-            })
+            bench.drive(|lane| polled_once(lane, || service.sleep(TIMEOUT)))
         }
         Impl::WheelAsyncGlobal => {
             // Started before the clock, as the tokio peer's runtime is.
             TimerService::global();
-            bench.drive(|lane| {
-                let mut cx = Context::from_waker(Waker::noop());
-                lane.count(|| {
-                    let mut sleep = pin!(wheel_sync::sleep(TIMEOUT));
-                    let _ = sleep.as_mut().poll(&mut cx);
-                    Ok(())
-                })
-            })
+            bench.drive(|lane| polled_once(lane, || wheel_sync::sleep(TIMEOUT)))
         }
         Impl::WheelTimeout => {
             TimerService::global();
@@ -184,6 +160,16 @@ pub fn run(args: &TimeoutsArgs, imp: Impl, progress: bool) -> Result<TimeoutsOut
             experiment: "timeouts",
         }),
     }
+}
+
+/// Counts requests whose timeout is the future `make` returns, polled once
+/// and dropped (the reply came before it was due).
+fn polled_once<F: Future>(lane: &Lane<'_>, make: impl Fn() -> F) -> Result<u64, RunError> {
+    let mut cx = Context::from_waker(Waker::noop());
+    lane.count(|| {
+        let _ = pin!(make()).poll(&mut cx);
+        Ok(())
+    })
 }
 
 /// A request whose reply comes at its second poll.
