@@ -19,3 +19,21 @@ pub fn tokio_runtime() -> std::io::Result<tokio::runtime::Runtime> {
         .enable_time()
         .build()
 }
+
+/// The same runtime with tokio's alternative timer (per-worker wheels), an
+/// unstable feature: only a build with `RUSTFLAGS="--cfg tokio_unstable"`
+/// has it; any other returns an error saying so.
+///
+/// # Errors
+/// As [`tokio_runtime`], or `Unsupported` without `tokio_unstable`.
+pub fn tokio_alt_runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    #[cfg(tokio_unstable)]
+    return tokio::runtime::Builder::new_multi_thread()
+        .enable_alt_timer()
+        .build();
+    #[cfg(not(tokio_unstable))]
+    Err(std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        "tokio-alt needs a build with RUSTFLAGS=\"--cfg tokio_unstable\"",
+    ))
+}

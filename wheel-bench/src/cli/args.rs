@@ -145,13 +145,14 @@ where
         return Ok(Command::Help);
     }
     let (word, flags) = rest.split_first().ok_or(ArgError::NoExperiment)?;
-    let (name, impls): (_, &'static [Impl]) = match word.as_str() {
-        "delay" => ("delay", &Impl::DELAY),
-        "timeouts" => ("timeouts", &Impl::TIMEOUTS),
-        "redis" => ("redis", &Impl::REDIS),
+    // The experiment's default implementations, and all it accepts by name.
+    let (name, impls, named): (_, &'static [Impl], &'static [Impl]) = match word.as_str() {
+        "delay" => ("delay", &Impl::DELAY, &Impl::DELAY_NAMED),
+        "timeouts" => ("timeouts", &Impl::TIMEOUTS, &Impl::TIMEOUTS_NAMED),
+        "redis" => ("redis", &Impl::REDIS, &Impl::REDIS),
         other => return Err(ArgError::UnknownExperiment(other.to_owned())),
     };
-    let raw = RawFlags::parse(name, impls, flags, child)?;
+    let raw = RawFlags::parse(name, named, flags, child)?;
     let experiment = match name {
         "delay" => Experiment::Delay(raw.delay()?),
         "timeouts" => Experiment::Timeouts(raw.timeouts()?),
@@ -487,7 +488,7 @@ mod tests {
             parse_str("delay --impls wheel,nope"),
             Err(ArgError::UnknownImpl {
                 name: "nope".into(),
-                expected: &Impl::DELAY
+                expected: &Impl::DELAY_NAMED
             })
         );
         assert_eq!(

@@ -34,7 +34,8 @@ const CLOCK_EVERY: u32 = 64;
 /// Runs `imp` through the experiment in this process.
 pub fn run(args: &DelayArgs, imp: Impl, progress: bool) -> Result<DelayOutcome, RunError> {
     match imp {
-        Impl::Tokio => tokio_tasks(args, progress),
+        Impl::Tokio => tokio_tasks(args, progress, false),
+        Impl::TokioAlt => tokio_tasks(args, progress, true),
         Impl::DelayQueue => delay_queue(args, progress),
         Impl::Heap => heap(args, progress),
         Impl::Wheel => wheel(args, progress),
@@ -190,9 +191,15 @@ fn heap(args: &DelayArgs, progress: bool) -> Result<DelayOutcome, RunError> {
     Ok(run.finish()?)
 }
 
-fn tokio_tasks(args: &DelayArgs, progress: bool) -> Result<DelayOutcome, RunError> {
-    let rt = wheel_bench::tokio_runtime()?;
-    let mut run = Run::start(args, Impl::Tokio, progress)?;
+/// Tokio tasks on tokio's timer: its default one, or (`alt`) its
+/// alternative, per-worker one.
+fn tokio_tasks(args: &DelayArgs, progress: bool, alt: bool) -> Result<DelayOutcome, RunError> {
+    let (rt, imp) = if alt {
+        (wheel_bench::tokio_alt_runtime()?, Impl::TokioAlt)
+    } else {
+        (wheel_bench::tokio_runtime()?, Impl::Tokio)
+    };
+    let mut run = Run::start(args, imp, progress)?;
     let rec = run.rec;
     let draws = run.draws();
     // Spawned from a worker, as the seed's tasks spawn theirs.

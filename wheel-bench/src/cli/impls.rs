@@ -52,11 +52,15 @@ pub enum Impl {
     /// `delay`: each task awaits `sleep_until` through an
     /// `Arc<TimerService>` cloned into it.
     WheelAsyncArc,
+    /// As `Tokio`, on a runtime with tokio's alternative timer (per-worker
+    /// wheels); only in a build with `--cfg tokio_unstable`, so asked for
+    /// by name, never run by default.
+    TokioAlt,
 }
 
 impl Impl {
     /// Every implementation, in the order the tables list them.
-    pub const ALL: [Impl; 18] = [
+    pub const ALL: [Impl; 19] = [
         Impl::None,
         Impl::Executor2,
         Impl::Executor8,
@@ -73,9 +77,44 @@ impl Impl {
         Impl::WheelAsyncArc,
         Impl::WheelQueue,
         Impl::Tokio,
+        Impl::TokioAlt,
         Impl::DelayQueue,
         Impl::Heap,
     ];
+
+    /// Implementations `delay` and `timeouts` run only when named: they
+    /// need a build of their own.
+    pub const ON_REQUEST: [Impl; 1] = [Impl::TokioAlt];
+
+    /// What `delay` accepts by name: its own, and those on request.
+    pub const DELAY_NAMED: [Impl; 11] = {
+        let mut all = [Impl::TokioAlt; 11];
+        let mut i = 0;
+        while i < 11 {
+            all[i] = if i < Impl::DELAY.len() {
+                Impl::DELAY[i]
+            } else {
+                Impl::ON_REQUEST[i - Impl::DELAY.len()]
+            };
+            i += 1;
+        }
+        all
+    };
+
+    /// What `timeouts` accepts by name: its own, and those on request.
+    pub const TIMEOUTS_NAMED: [Impl; 12] = {
+        let mut all = [Impl::TokioAlt; 12];
+        let mut i = 0;
+        while i < 12 {
+            all[i] = if i < Impl::TIMEOUTS.len() {
+                Impl::TIMEOUTS[i]
+            } else {
+                Impl::ON_REQUEST[i - Impl::TIMEOUTS.len()]
+            };
+            i += 1;
+        }
+        all
+    };
 
     /// What `delay` compares: every way of holding wheel-sync, and the peers.
     pub const DELAY: [Impl; 10] = [
@@ -125,6 +164,7 @@ impl Impl {
             Impl::WheelAsyncArc => "arc",
             Impl::WheelQueue => "queue",
             Impl::Tokio
+            | Impl::TokioAlt
             | Impl::DelayQueue
             | Impl::Heap
             | Impl::None
@@ -164,6 +204,7 @@ impl Impl {
             Impl::WheelTimeout => "wheel-async/timeout",
             Impl::WheelAsyncCloneEach => "wheel-async/clone-each",
             Impl::WheelAsyncArc => "wheel-async/arc",
+            Impl::TokioAlt => "tokio-alt",
         }
     }
 
@@ -219,6 +260,7 @@ mod tests {
             assert!(
                 Impl::DELAY.contains(&imp)
                     || Impl::TIMEOUTS.contains(&imp)
+                    || Impl::ON_REQUEST.contains(&imp)
                     || Impl::REDIS.contains(&imp),
                 "{imp}"
             );

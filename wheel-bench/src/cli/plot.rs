@@ -37,6 +37,7 @@ fn color(imp: Impl) -> RGBColor {
         Impl::WheelAsyncCloneEach | Impl::WheelAsyncShared => RGBColor(0x0e, 0x7c, 0x86),
         Impl::WheelAsyncArc | Impl::WheelAsyncGlobal => RGBColor(0x8c, 0xe0, 0xe8),
         Impl::WheelTimeout => RGBColor(0x8c, 0x56, 0x4b),
+        Impl::TokioAlt => RGBColor(0xe3, 0x77, 0xc2),
     }
 }
 

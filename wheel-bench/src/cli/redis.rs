@@ -64,7 +64,8 @@ pub fn run(args: &RedisArgs, imp: Impl, progress: bool) -> Result<RedisOutcome, 
         | Impl::WheelAsyncGlobal
         | Impl::WheelTimeout
         | Impl::WheelAsyncCloneEach
-        | Impl::WheelAsyncArc => {
+        | Impl::WheelAsyncArc
+        | Impl::TokioAlt => {
             return Err(RunError::NotIn {
                 imp,
                 experiment: "redis",

@@ -45,8 +45,12 @@ pub fn run(args: &TimeoutsArgs, imp: Impl, progress: bool) -> Result<TimeoutsOut
                 })
             })
         }
-        Impl::Tokio => {
-            let rt = wheel_bench::tokio_runtime()?;
+        Impl::Tokio | Impl::TokioAlt => {
+            let rt = if imp == Impl::TokioAlt {
+                wheel_bench::tokio_alt_runtime()?
+            } else {
+                wheel_bench::tokio_runtime()?
+            };
             bench.drive(|lane| {
                 let _runtime = rt.enter();
                 // Polled once so the entry really goes into the driver's wheel.
