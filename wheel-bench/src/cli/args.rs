@@ -6,7 +6,9 @@ use std::path::PathBuf;
 
 pub use super::arg_error::ArgError;
 use super::impls::Impl;
-use super::values::{impl_list, millis, number, redis_url, seconds, thread_list, workload_list};
+use super::values::{
+    bad, impl_list, millis, number, redis_url, seconds, thread_list, workload_list,
+};
 
 /// Printed by `--help`.
 pub const HELP: &str = include_str!("help.txt");
@@ -58,6 +60,8 @@ pub struct DelayArgs {
     pub max_ms: u64,
     /// Seeds the delay draws, so every implementation gets the same ones.
     pub seed: u64,
+    /// The wheel-sync services' tick, in microseconds.
+    pub tick_us: u64,
 }
 
 /// Parameters of the `timeouts` experiment.
@@ -197,6 +201,7 @@ struct RawFlags {
     min_ms: Option<u64>,
     max_ms: Option<u64>,
     seed: Option<u64>,
+    tick_us: Option<u64>,
     threads: Option<Vec<usize>>,
     secs: Option<f64>,
     workloads: Option<Vec<Workload>>,
@@ -243,6 +248,7 @@ impl RawFlags {
                 "--min-ms" if delay => raw.min_ms = Some(number("--min-ms", &value("--min-ms")?)?),
                 "--max-ms" if delay => raw.max_ms = Some(number("--max-ms", &value("--max-ms")?)?),
                 "--seed" if delay => raw.seed = Some(number("--seed", &value("--seed")?)?),
+                "--tick-us" if delay => raw.tick_us = Some(tick_us(&value("--tick-us")?)?),
                 "--threads" if !delay => raw.threads = Some(thread_list(&value("--threads")?)?),
                 "--secs" if !delay => raw.secs = Some(seconds(&value("--secs")?)?),
                 "--workload" if redis => {
@@ -281,6 +287,7 @@ impl RawFlags {
             min_ms: self.min_ms.unwrap_or(min_ms),
             max_ms: self.max_ms.unwrap_or(max_ms),
             seed: self.seed.unwrap_or(0x5eed),
+            tick_us: self.tick_us.unwrap_or(1_000),
         };
         if args.timers == 0 {
             return Err(ArgError::NoTimers);
@@ -330,6 +337,14 @@ impl RawFlags {
     }
 }
 
+/// A `--tick-us` value: 1 µs to 1 s.
+fn tick_us(value: &str) -> Result<u64, ArgError> {
+    match number("--tick-us", value)? {
+        us @ 1..=1_000_000 => Ok(us),
+        _ => Err(bad("--tick-us", value, "microseconds from 1 to 1000000")),
+    }
+}
+
 /// A `--shapes` list: each a shape of one of the experiment's `impls`.
 fn shape_list(experiment: &str, impls: &[Impl], value: &str) -> Result<Vec<String>, ArgError> {
     let mut known: Vec<&'static str> = impls.iter().filter_map(|i| i.shape(experiment)).collect();
@@ -359,6 +374,7 @@ pub fn child_args(experiment: &Experiment, imp: Impl, progress: bool) -> Vec<Str
                 ("--min-ms", d.min_ms),
                 ("--max-ms", d.max_ms),
                 ("--seed", d.seed),
+                ("--tick-us", d.tick_us),
             ] {
                 args.push(flag.into());
                 args.push(v.to_string());
@@ -422,6 +438,12 @@ mod tests {
     fn delay_defaults_are_the_seeds() {
         let d = delay_of("delay");
         assert_eq!((d.timers, d.min_ms, d.max_ms), (1_000_000, 500, 15_000));
+        assert_eq!(d.tick_us, 1_000);
+        assert_eq!(delay_of("delay --tick-us 1").tick_us, 1);
+        assert!(matches!(
+            parse_str("delay --tick-us 0"),
+            Err(ArgError::BadValue { .. })
+        ));
     }
 
     #[test]

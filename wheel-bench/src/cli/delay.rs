@@ -31,6 +31,13 @@ const SLACK: Duration = Duration::from_secs(60);
 /// then up to this many schedule calls earlier than "now + delay".
 const CLOCK_EVERY: u32 = 64;
 
+/// A wheel-sync service with the run's tick.
+fn service_for(args: &DelayArgs) -> Result<TimerService, RunError> {
+    Ok(TimerService::builder()
+        .tick(Duration::from_micros(args.tick_us))
+        .build()?)
+}
+
 /// Runs `imp` through the experiment in this process.
 pub fn run(args: &DelayArgs, imp: Impl, progress: bool) -> Result<DelayOutcome, RunError> {
     match imp {
@@ -62,7 +69,7 @@ pub fn run(args: &DelayArgs, imp: Impl, progress: bool) -> Result<DelayOutcome, 
 /// No timer here is ever cancelled, so each is detached: no handle, and
 /// the two-word closure travels inline, with no allocation per timer.
 fn wheel(args: &DelayArgs, progress: bool) -> Result<DelayOutcome, RunError> {
-    let service = TimerService::builder().build()?;
+    let service = service_for(args)?;
     let mut run = Run::start(args, Impl::Wheel, progress)?;
     let rec = run.rec;
     for d in run.draws() {
@@ -97,7 +104,7 @@ fn wheel_tasks(args: &DelayArgs, progress: bool) -> Result<DelayOutcome, RunErro
 /// Callbacks with handles, as a caller that might cancel holds them:
 /// `keep`, all kept until the run ends; else each dropped at once.
 fn wheel_handles(args: &DelayArgs, progress: bool, keep: bool) -> Result<DelayOutcome, RunError> {
-    let service = TimerService::builder().build()?;
+    let service = service_for(args)?;
     let imp = if keep {
         Impl::WheelHandles
     } else {
@@ -126,7 +133,7 @@ fn wheel_tasks_holding(
     progress: bool,
     arc: bool,
 ) -> Result<DelayOutcome, RunError> {
-    let service = Arc::new(TimerService::builder().build()?);
+    let service = Arc::new(service_for(args)?);
     let rt = tokio::runtime::Builder::new_multi_thread().build()?;
     let imp = if arc {
         Impl::WheelAsyncArc
@@ -162,7 +169,7 @@ fn sleeper(service: impl Borrow<TimerService> + Send + 'static, rec: &'static Re
 /// `delayqueue`'s shape on wheel-sync: one task owns every deadline, and
 /// the service holds one timer for the whole queue.
 fn wheel_queue(args: &DelayArgs, progress: bool) -> Result<DelayOutcome, RunError> {
-    let service = TimerService::builder().build()?;
+    let service = service_for(args)?;
     let rt = tokio::runtime::Builder::new_current_thread().build()?;
     let mut run = Run::start(args, Impl::WheelQueue, progress)?;
     let rec = run.rec;
@@ -362,6 +369,7 @@ mod tests {
             min_ms: 5,
             max_ms: 7,
             seed: 1,
+            tick_us: 1_000,
         };
         let run = Run::start(&args, Impl::Heap, false).unwrap();
         let draws: Vec<u64> = run.draws().collect();

@@ -371,6 +371,7 @@ mod tests {
             min_ms: 500,
             max_ms: 15_000,
             seed: 0,
+            tick_us: 1_000,
         }
     }
 
