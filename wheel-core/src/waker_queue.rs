@@ -63,7 +63,7 @@ const LEVELS: usize = 16;
 /// `static` behind the driver's critical section.
 ///
 /// **Memory:** per queue, the wheel's tables, 16 near cells and the rest,
-/// 4 616 bytes on a 32-bit target and 4 760 on a 64-bit one; per entry, 36
+/// 4 624 bytes on a 32-bit target and 4 768 on a 64-bit one; per entry, 36
 /// and 48 bytes (the deadline and two links, the waker with a generation,
 /// and two index positions); one pointer less per queue without the
 /// `alloc` feature. `tests/memory.rs` pins these figures on the host and
@@ -237,12 +237,9 @@ impl<const N: usize> WakerQueue<N> {
         let before = self.earliest;
         let was_empty = self.is_empty();
         let mut early = None;
-        if let Some(cell) = self.near.find(tag(hash), waker) {
-            if at >= self.near.deadline(cell) {
-                return false;
-            }
-            self.near.set_deadline(cell, at);
-        } else if let Some(index) = self.find(hash, waker) {
+        // The wheel first: here it holds entries, and most of them when
+        // there are many.
+        if let Some(index) = self.find(hash, waker) {
             let old = self.wheel.deadline_at(index);
             if at >= old {
                 return false;
@@ -252,6 +249,11 @@ impl<const N: usize> WakerQueue<N> {
             };
             self.wheel.reschedule(id, at);
             self.refiled(Some(old), Some(at));
+        } else if let Some(cell) = self.near.find(tag(hash), waker) {
+            if at >= self.near.deadline(cell) {
+                return false;
+            }
+            self.near.set_deadline(cell, at);
         } else {
             if self.len() == N {
                 early = self.make_room();
@@ -290,8 +292,14 @@ impl<const N: usize> WakerQueue<N> {
         if now < self.earliest && !self.stale {
             return self.earliest;
         }
+        // Most calls at many tasks fire wheel entries only: the near cells'
+        // kept least tells whether to scan them (unless a wake panicked).
+        let (mut due, near_later) = if !self.stale && now < self.near.least() {
+            (0, self.near.least())
+        } else {
+            self.near.split(now)
+        };
         self.stale = true;
-        let (mut due, near_later) = self.near.split(now);
         while due != 0 {
             let cell = due.trailing_zeros() as usize;
             due &= due - 1;
@@ -314,6 +322,7 @@ impl<const N: usize> WakerQueue<N> {
             }
             wheel_least = self.wheel_earliest();
         }
+        self.near.set_least(near_later);
         self.earliest = wheel_least.min(near_later);
         self.stale = false;
         self.earliest
@@ -335,7 +344,7 @@ impl<const N: usize> WakerQueue<N> {
     /// ```
     pub fn validate(&self) {
         self.wheel.validate();
-        self.near.validate(|waker| tag(hash(waker)));
+        self.near.validate(|waker| tag(hash(waker)), !self.stale);
         let mut indexed = 0;
         for position in 0..Index::<N>::POSITIONS {
             let index = self.index.at(position);
@@ -406,7 +415,7 @@ impl<const N: usize> WakerQueue<N> {
             return self.file_in_wheel(hash, at, waker);
         };
         // The latest near entry makes way: it moves to the wheel.
-        let moving = self.near.take(cell)?;
+        let moving = self.near.take_one(cell)?;
         let early = self.file_in_wheel(index::hash(&moving), latest, moving);
         match self.near.insert(at, waker, tag(hash)) {
             Ok(_) => early,
@@ -429,6 +438,7 @@ impl<const N: usize> WakerQueue<N> {
 
     /// Sets `earliest` from the near cells and the wheel.
     fn find_earliest(&mut self) {
+        self.near.find_least();
         self.earliest = self.wheel_earliest().min(self.near.least());
         self.stale = false;
     }
@@ -470,7 +480,7 @@ impl<const N: usize> WakerQueue<N> {
     fn make_room(&mut self) -> Option<Waker> {
         if self.wheel.is_empty() {
             let (cell, deadline) = self.near.latest()?;
-            let waker = self.near.take(cell)?;
+            let waker = self.near.take_one(cell)?;
             // The latest is the earliest only if every entry has its deadline.
             if deadline == self.earliest {
                 self.stale = true;

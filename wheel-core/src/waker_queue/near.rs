@@ -24,23 +24,15 @@ pub(super) fn tag(hash: u32) -> u8 {
     hash as u8
 }
 
-/// Bit `c` set iff byte `c % 8` of word `c / 8` of `tags` is `tag`, in a
-/// few word operations.
+/// The high bit of every byte of `tags` that is `tag`, and perhaps of
+/// bytes above one that is (a borrow runs into them): few operations, and
+/// the caller compares the wakers anyway.
 #[inline]
-fn tags_equal(tags: [u64; CELLS / 8], tag: u8) -> u32 {
-    const LOW: u64 = u64::from_ne_bytes([0x7f; 8]);
-    let pattern = u64::from_ne_bytes([tag; 8]);
-    let mut matches = 0;
-    for (half, word) in tags.into_iter().enumerate() {
-        let differ = word ^ pattern;
-        // A byte's high bit ends up set iff the byte of `differ` is zero,
-        // with no carry between bytes.
-        let zero = !(((differ & LOW) + LOW) | differ | LOW);
-        // Gathers the eight high bits into one byte.
-        let bits = ((zero >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56) as u32;
-        matches |= bits << (8 * half);
-    }
-    matches
+fn tag_candidates(tags: u64, tag: u8) -> u64 {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+    let differ = tags ^ (ONES * u64::from(tag));
+    differ.wrapping_sub(ONES) & !differ & HIGH
 }
 
 /// `CELLS` entries, each taken or vacant.
@@ -53,6 +45,10 @@ pub(super) struct Near {
     /// lookup compares few wakers. Written a word at a time: a byte store
     /// would stall the next lookup's word load until it retires.
     tags: [u64; CELLS / 8],
+    /// At most the least deadline held (`u64::MAX` if none), and exactly it
+    /// except during a firing or after a wake in one panicked: so that a
+    /// call with nothing near due need not scan.
+    least: u64,
     /// Bit `c` is set while cell `c` holds an entry.
     taken: u32,
 }
@@ -62,6 +58,7 @@ impl Near {
         deadlines: [u64::MAX; CELLS],
         wakers: [const { None }; CELLS],
         tags: [0; CELLS / 8],
+        least: u64::MAX,
         taken: 0,
     };
 
@@ -85,13 +82,16 @@ impl Near {
     /// The cell holding the task `waker` (whose tag is `tag`) belongs to.
     #[inline]
     pub(super) fn find(&self, tag: u8, waker: &Waker) -> Option<usize> {
-        let mut matches = tags_equal(self.tags, tag) & self.taken;
-        while matches != 0 {
-            let cell = matches.trailing_zeros() as usize;
-            if self.waker(cell).is_some_and(|held| held.will_wake(waker)) {
-                return Some(cell);
+        for (word, &tags) in self.tags.iter().enumerate() {
+            let mut matches = tag_candidates(tags, tag);
+            while matches != 0 {
+                let cell = word * 8 + (matches.trailing_zeros() / 8) as usize;
+                // A vacant cell holds no waker, whatever its stale tag.
+                if self.waker(cell).is_some_and(|held| held.will_wake(waker)) {
+                    return Some(cell);
+                }
+                matches &= matches - 1;
             }
-            matches &= matches - 1;
         }
         None
     }
@@ -114,6 +114,7 @@ impl Near {
         };
         *at = deadline;
         *held = Some(waker);
+        self.least = self.least.min(deadline);
         let shift = 8 * (cell % 8);
         *tags = (*tags & !(0xff << shift)) | u64::from(tag) << shift;
         self.taken |= 1 << cell;
@@ -138,11 +139,14 @@ impl Near {
         if self.taken & (1 << cell) != 0 {
             if let Some(at) = self.deadlines.get_mut(cell) {
                 *at = deadline;
+                self.least = self.least.min(deadline);
             }
         }
     }
 
-    /// Empties cell `cell`, returning its waker.
+    /// Empties cell `cell`, returning its waker. Until
+    /// [`set_least`](Self::set_least), [`least`](Self::least) may be the
+    /// deadline it held.
     #[inline]
     pub(super) fn take(&mut self, cell: usize) -> Option<Waker> {
         let waker = self.wakers.get_mut(cell)?.take()?;
@@ -151,6 +155,29 @@ impl Near {
             *at = u64::MAX;
         }
         Some(waker)
+    }
+
+    /// Empties cell `cell` outside a firing, returning its waker, and
+    /// keeps [`least`](Self::least) exact (with a scan if it held it).
+    pub(super) fn take_one(&mut self, cell: usize) -> Option<Waker> {
+        let deadline = self.deadline(cell);
+        let waker = self.take(cell)?;
+        if deadline == self.least {
+            self.least = self.scan_least();
+        }
+        Some(waker)
+    }
+
+    /// Makes the kept least deadline exact again, with a scan.
+    pub(super) fn find_least(&mut self) {
+        self.least = self.scan_least();
+    }
+
+    /// Sets the kept least deadline after a firing, from its
+    /// [`split`](Self::split).
+    #[inline]
+    pub(super) fn set_least(&mut self, least: u64) {
+        self.least = least;
     }
 
     /// In one pass: the cells whose entries are due by `now`, as bits, and
@@ -184,9 +211,14 @@ impl Near {
         (due & self.taken, later)
     }
 
-    /// The least deadline held, `u64::MAX` if none.
+    /// The kept least deadline: exact but in a firing or after a wake in
+    /// one panicked (then at most the least).
     #[inline]
     pub(super) fn least(&self) -> u64 {
+        self.least
+    }
+
+    fn scan_least(&self) -> u64 {
         self.deadlines.iter().copied().min().unwrap_or(u64::MAX)
     }
 
@@ -199,12 +231,13 @@ impl Near {
     }
 
     /// Checks that a cell holds a waker iff it is taken, with that waker's
-    /// tag, that a vacant cell's deadline is `u64::MAX`, and that no two
-    /// cells hold one task. `tag_of` is the tag of a waker.
+    /// tag, that a vacant cell's deadline is `u64::MAX`, that no two cells
+    /// hold one task, and that the kept least is at most the least (the
+    /// least if `exact`). `tag_of` is the tag of a waker.
     ///
     /// # Panics
     /// If any is broken, naming the cell.
-    pub(super) fn validate(&self, tag_of: impl Fn(&Waker) -> u8) {
+    pub(super) fn validate(&self, tag_of: impl Fn(&Waker) -> u8, exact: bool) {
         for cell in 0..CELLS {
             let taken = self.taken & (1 << cell) != 0;
             assert_eq!(
@@ -226,28 +259,37 @@ impl Near {
             }
         }
         assert_eq!(self.taken & !ALL, 0, "cells past {CELLS} taken");
+        let least = self.scan_least();
+        assert!(
+            self.least <= least,
+            "kept least {} above {least}",
+            self.least
+        );
+        if exact {
+            assert_eq!(self.least, least, "kept least");
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::tags_equal;
+    use super::tag_candidates;
 
     #[test]
-    fn tags_equal_marks_exactly_the_equal_bytes() {
-        let tags: [u8; 16] = [
-            0, 1, 0x80, 0x7f, 0xff, 1, 0, 0xfe, 1, 1, 0x81, 0, 2, 0xff, 1, 0x01,
-        ];
-        for tag in [0u8, 1, 0x7f, 0x80, 0x81, 0xfe, 0xff, 2, 3] {
-            let want = (0..16)
-                .filter(|&c| tags[c] == tag)
-                .fold(0, |m, c| m | 1 << c);
-            let words = [0, 8].map(|at| {
-                (0..8).fold(0u64, |word, byte| {
-                    word | u64::from(tags[at + byte]) << (8 * byte)
-                })
-            });
-            assert_eq!(tags_equal(words, tag), want, "tag {tag:#x}");
+    fn tag_candidates_include_every_equal_byte_and_none_below_it() {
+        let tags: [u8; 8] = [0, 1, 0x80, 0x7f, 0xff, 1, 0xfe, 0x81];
+        let word = u64::from_le_bytes(tags);
+        for tag in [0u8, 1, 0x7f, 0x80, 0x81, 0xfe, 0xff, 2] {
+            let found = tag_candidates(word, tag);
+            let first = tags.iter().position(|&t| t == tag);
+            for (byte, &t) in tags.iter().enumerate() {
+                let marked = found & (0x80 << (8 * byte)) != 0;
+                if t == tag {
+                    assert!(marked, "tag {tag:#x}: byte {byte} not marked");
+                } else if first.is_none_or(|first| byte < first) {
+                    assert!(!marked, "tag {tag:#x}: byte {byte} marked");
+                }
+            }
         }
     }
 }
