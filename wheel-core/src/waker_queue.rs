@@ -1,33 +1,45 @@
-//! An embassy-style timer queue of wakers: each task's earliest deadline in
-//! a [`FixedWheel`], found again through an index keyed by the waker.
+//! An embassy-style timer queue of wakers: each task's earliest deadline,
+//! held in a near set of a few cells or in a [`FixedWheel`], and found
+//! again through an index keyed by the waker.
 //!
 //! # Ground rules
 //!
 //! - One entry per task: wakers that [`will_wake`](Waker::will_wake) each
-//!   other are one task. The index hashes a waker's data and vtable pointers,
-//!   the two that `will_wake` compares, and holds the wheel index of that
-//!   task's entry; a lookup compares the stored waker with `will_wake`.
+//!   other are one task, found by a hash of the two pointers `will_wake`
+//!   compares: a near cell by a tag of it, a wheel entry through the index
+//!   (`index.rs`), which holds wheel entries only.
+//! - A new entry takes a vacant near cell; when none is vacant, one earlier
+//!   than the latest near entry takes that entry's cell and the latest moves
+//!   to the wheel; any other goes to the wheel. An entry keeps its place
+//!   when its deadline is lowered. Which entries are near is only for
+//!   speed: every call looks at both, and nothing depends on the split.
 //! - `earliest` is the least pending deadline, exactly, unless `stale`:
 //!   `schedule_wake` only lowers deadlines or adds entries, so it keeps
 //!   `earliest` with one `min`; only taking entries out (firing, or waking
 //!   one early when full) can raise it, and then it is found again from the
-//!   wheel's earliest list.
-//! - Finding it walks a slot above level 0, so the least deadline of the
-//!   slot last walked is kept in `walked` while the wheel's clock has not
-//!   reached that slot: deadlines filed into it lower the kept minimum, and
-//!   it is forgotten only if the entry holding it leaves the slot early.
-//!   A task that fires again and again below a crowded slot then does not
-//!   walk the crowd each time.
-//! - A full queue wakes an entry of its latest slot early, one whose
-//!   deadline is neither `earliest` nor the walked slot's minimum when it
-//!   can, so that making room moves neither.
-//! - Every entry leaves the wheel and the index before its waker is woken:
+//!   near cells and the wheel's earliest list.
+//! - Finding the wheel's least walks a slot above level 0, so the least
+//!   deadline of the slot last walked is kept in `walked` while the wheel's
+//!   clock has not reached that slot: deadlines filed into it lower the
+//!   kept minimum, and it is forgotten only if the entry holding it leaves
+//!   the slot early. A task that fires again and again below a crowded
+//!   slot then does not walk the crowd each time.
+//! - A full queue wakes a late entry early: one of the wheel's latest slot,
+//!   whose deadline is neither `earliest` nor the walked slot's minimum
+//!   when it can (so that making room moves neither), or the latest near
+//!   entry when the wheel holds none.
+//! - Every entry leaves its place and the index before its waker is woken:
 //!   a waker that panics leaves a consistent queue behind.
 
-use core::task::{RawWakerVTable, Waker};
+mod index;
+mod near;
+
+use core::task::Waker;
 
 use crate::wheel::Earliest;
 use crate::FixedWheel;
+use index::{hash, Index, VACANT};
+use near::{tag, Near};
 
 /// Slots per level of the wheel inside: 16 slots × 16 levels keep its
 /// tables at about 4 KiB (64 × 11 take 11 KiB, for as fast a queue; 8 × 22
@@ -35,8 +47,6 @@ use crate::FixedWheel;
 const SLOTS: usize = 16;
 /// Levels of the wheel inside: ⌈64 / log2 `SLOTS`⌉.
 const LEVELS: usize = 16;
-/// An index position that holds no entry.
-const VACANT: u32 = u32::MAX;
 
 /// A timer queue of wakers with `N` entries, for an async executor's time
 /// driver: the contract of embassy's `embassy-time-queue-utils` queues,
@@ -52,20 +62,25 @@ const VACANT: u32 = u32::MAX;
 /// allocates; [`new`](Self::new) is `const`, so the queue can be a
 /// `static` behind the driver's critical section.
 ///
-/// **Memory:** per queue, the wheel's tables and the rest, 4 340 bytes on a
-/// 32-bit target and 4 352 on a 64-bit one; per entry, 36 and 48 bytes (the
-/// deadline and two links, the waker with a generation, and two index
-/// positions); one pointer less per queue without the `alloc` feature.
-/// `tests/memory.rs` pins these figures on the host and on i686.
+/// **Memory:** per queue, the wheel's tables, 16 near cells and the rest,
+/// 4 624 bytes on a 32-bit target and 4 768 on a 64-bit one; per entry, 36
+/// and 48 bytes (the deadline and two links, the waker with a generation,
+/// and two index positions); one pointer less per queue without the
+/// `alloc` feature. `tests/memory.rs` pins these figures on the host and
+/// on i686.
 ///
-/// **Cost:** a call on a task already queued is a hash lookup; adding one
-/// is a wheel insert; each entry is cascaded at most once per level on its
-/// way down, and firing it is O(1). Finding the exact earliest deadline
-/// after entries leave walks the wheel's earliest slot when that lies on a
-/// level above 0, and each slot's walk is remembered until the clock
-/// reaches it; it is walked again only if the entry holding its minimum
-/// leaves it early (a task asking again for an earlier tick, or woken
-/// early by a full queue).
+/// **Cost:** up to 16 entries are held flat beside the wheel (mostly the
+/// earliest, when there are more): finding a task among them is a scan of
+/// 16 packed tags, and firing one or finding their least deadline a scan
+/// of 16 packed deadlines, with no cascade and no index. A task in the
+/// wheel is found by a hash lookup after the tag scan. Adding one to the wheel
+/// is a wheel insert; each wheel entry is cascaded at most once per level
+/// on its way down, and firing it is O(1). Finding the wheel's exact
+/// earliest deadline after entries leave walks its earliest slot when that
+/// lies on a level above 0, and each slot's walk is remembered until the
+/// clock reaches it; it is walked again only if the entry holding its
+/// minimum leaves it early (a task asking again for an earlier tick, or
+/// woken early by a full queue).
 ///
 /// **Panics:** none of its methods panic. A waker whose `wake` panics
 /// unwinds out of the call that woke it (`next_expiration`, or
@@ -87,18 +102,16 @@ const VACANT: u32 = u32::MAX;
 /// assert_eq!(queue.next_expiration(90), u64::MAX); // woken; none left
 /// ```
 pub struct WakerQueue<const N: usize> {
+    near: Near,
     wheel: FixedWheel<Waker, N, SLOTS, LEVELS>,
-    /// `2N` positions (pairs, as `[u32; 2 * N]` is not a stable type), by
-    /// linear probing from the waker's hash: the wheel index of each
-    /// task's entry, or [`VACANT`]. At most half full, so probes are short.
-    index: [[u32; 2]; N],
+    index: Index<N>,
     /// The least pending deadline, `u64::MAX` if none; exact unless `stale`.
     earliest: u64,
     /// Set while entries are being taken out, so that a waker that panics
     /// leaves `earliest` to be found again.
     stale: bool,
-    /// The least deadline in the slot last walked for it, while the wheel's
-    /// clock is short of that slot.
+    /// The least deadline in the wheel slot last walked for it, while the
+    /// wheel's clock is short of that slot.
     walked: Option<Walked>,
 }
 
@@ -117,9 +130,6 @@ impl Walked {
 }
 
 impl<const N: usize> WakerQueue<N> {
-    /// Index positions: twice the entries.
-    const POSITIONS: usize = 2 * N;
-
     /// An empty queue with room for `N` tasks (`N` from 1 to 2³⁰, checked
     /// at compile time).
     ///
@@ -135,8 +145,9 @@ impl<const N: usize> WakerQueue<N> {
     pub const fn new() -> Self {
         const { assert!(N >= 1 && N <= 1 << 30, "WakerQueue holds 1 to 2^30 tasks") };
         Self {
+            near: Near::EMPTY,
             wheel: FixedWheel::fixed(0),
-            index: [[VACANT; 2]; N],
+            index: Index::EMPTY,
             earliest: u64::MAX,
             stale: false,
             walked: None,
@@ -152,7 +163,7 @@ impl<const N: usize> WakerQueue<N> {
     /// assert_eq!(queue.len(), 1);
     /// ```
     pub fn len(&self) -> usize {
-        self.wheel.len()
+        self.near.len() + self.wheel.len()
     }
 
     /// Whether no task is queued.
@@ -162,7 +173,7 @@ impl<const N: usize> WakerQueue<N> {
     /// assert!(wheel_core::WakerQueue::<4>::new().is_empty());
     /// ```
     pub fn is_empty(&self) -> bool {
-        self.wheel.is_empty()
+        self.near.is_empty() && self.wheel.is_empty()
     }
 
     /// Asks for `waker` to be woken once the clock reaches `at`. Returns
@@ -194,42 +205,62 @@ impl<const N: usize> WakerQueue<N> {
     /// assert_eq!(queue.len(), 2);
     /// ```
     pub fn schedule_wake(&mut self, at: u64, waker: &Waker) -> bool {
+        let hash = hash(waker);
+        // The common calls, kept small: a near task's deadline lowered, or
+        // a new task into a vacant cell while the wheel holds none.
+        if !self.stale && self.wheel.is_empty() {
+            let before = self.earliest;
+            if let Some(cell) = self.near.find(tag(hash), waker) {
+                if at >= self.near.deadline(cell) {
+                    return false;
+                }
+                self.near.set_deadline(cell, at);
+                self.earliest = before.min(at);
+                return self.earliest < before;
+            }
+            let was_empty = self.near.is_empty();
+            let room = self.near.len() < N && !self.near.is_full();
+            if room && self.near.insert(at, waker.clone(), tag(hash)).is_ok() {
+                self.earliest = before.min(at);
+                return self.earliest < before || was_empty;
+            }
+        }
+        self.schedule_wake_slow(hash, at, waker)
+    }
+
+    /// [`schedule_wake`](Self::schedule_wake) past its common calls.
+    #[inline(never)]
+    fn schedule_wake_slow(&mut self, hash: u32, at: u64, waker: &Waker) -> bool {
         if self.stale {
             self.find_earliest();
         }
         let before = self.earliest;
-        let was_empty = self.wheel.is_empty();
-        let home = Self::home(waker);
+        let was_empty = self.is_empty();
         let mut early = None;
-        match self.find(home, waker) {
-            Ok(index) => {
-                let old = self.wheel.deadline_at(index);
-                if at >= old {
-                    return false;
-                }
-                let Some(id) = self.wheel.id_at(index) else {
-                    return false;
-                };
-                self.wheel.reschedule(id, at);
-                self.refiled(Some(old), Some(at));
+        // The wheel first: here it holds entries, and most of them when
+        // there are many.
+        if let Some(index) = self.find(hash, waker) {
+            let old = self.wheel.deadline_at(index);
+            if at >= old {
+                return false;
             }
-            Err(mut position) => {
-                if self.wheel.len() == N {
-                    early = self.make_room();
-                    // Making room shifted index positions: probe again.
-                    position = match self.find(home, waker) {
-                        Ok(_) => return false,
-                        Err(position) => position,
-                    };
-                }
-                match self.wheel.try_insert(at, waker.clone()) {
-                    Ok(id) => {
-                        self.set(position, id.index());
-                        self.refiled(None, Some(at));
-                    }
-                    // Unreachable with room made; never lose a wake.
-                    Err(full) => early = Some(full.into_inner()),
-                }
+            let Some(id) = self.wheel.id_at(index) else {
+                return false;
+            };
+            self.wheel.reschedule(id, at);
+            self.refiled(Some(old), Some(at));
+        } else if let Some(cell) = self.near.find(tag(hash), waker) {
+            if at >= self.near.deadline(cell) {
+                return false;
+            }
+            self.near.set_deadline(cell, at);
+        } else {
+            if self.len() == N {
+                early = self.make_room();
+            }
+            // Unreachable with room made; never lose a wake.
+            if let Some(back) = self.file(hash, at, waker.clone()) {
+                early = Some(back);
             }
         }
         if self.stale {
@@ -261,24 +292,46 @@ impl<const N: usize> WakerQueue<N> {
         if now < self.earliest && !self.stale {
             return self.earliest;
         }
+        // Most calls at many tasks fire wheel entries only: the near cells'
+        // kept least tells whether to scan them (unless a wake panicked).
+        let (mut due, near_later) = if !self.stale && now < self.near.least() {
+            (0, self.near.least())
+        } else {
+            self.near.split(now)
+        };
         self.stale = true;
-        if self.walked.is_some_and(|walked| walked.start <= now) {
-            self.walked = None;
+        while due != 0 {
+            let cell = due.trailing_zeros() as usize;
+            due &= due - 1;
+            if let Some(waker) = self.near.take(cell) {
+                waker.wake();
+            }
         }
-        // One expired entry at a time: the wheel is free between them for
-        // the index to read other wakers.
-        while let Some(expired) = self.wheel.pop_expired(now) {
-            self.forget(Self::home(&expired.value), expired.id.index());
-            expired.value.wake();
+        // An empty wheel's clock may lag: it only files later deadlines a
+        // level higher.
+        let mut wheel_least = u64::MAX;
+        if !self.wheel.is_empty() {
+            if self.walked.is_some_and(|walked| walked.start <= now) {
+                self.walked = None;
+            }
+            // One expired entry at a time: the wheel is free between them
+            // for the index to read other wakers.
+            while let Some(expired) = self.wheel.pop_expired(now) {
+                self.forget(hash(&expired.value), expired.id.index());
+                expired.value.wake();
+            }
+            wheel_least = self.wheel_earliest();
         }
-        self.find_earliest();
+        self.near.set_least(near_later);
+        self.earliest = wheel_least.min(near_later);
+        self.stale = false;
         self.earliest
     }
 
     /// Checks the invariants: every entry is indexed once, from where its
-    /// probe sequence reaches it, the index holds nothing else, and the
-    /// earliest deadline and the walked slot's minimum are what they claim.
-    /// O(N); for tests.
+    /// probe sequence reaches it, the index holds nothing else, the near
+    /// cells are what they claim, and the earliest deadline and the walked
+    /// slot's minimum are what they claim. O(N); for tests.
     ///
     /// # Panics
     /// If an invariant is broken, naming it.
@@ -291,21 +344,24 @@ impl<const N: usize> WakerQueue<N> {
     /// ```
     pub fn validate(&self) {
         self.wheel.validate();
+        self.near.validate(|waker| tag(hash(waker)), !self.stale);
         let mut indexed = 0;
-        for position in 0..Self::POSITIONS {
-            let index = self.at(position);
+        for position in 0..Index::<N>::POSITIONS {
+            let index = self.index.at(position);
             if index == VACANT {
                 continue;
             }
             indexed += 1;
-            let id = self.wheel.id_at(index);
-            let waker = id.and_then(|id| self.wheel.get(id));
+            let waker = self.wheel.value_at(index);
             let waker = waker.unwrap_or_else(|| panic!("position {position} holds vacant {index}"));
-            let home = Self::home(waker);
             assert_eq!(
-                self.find(home, waker),
-                Ok(index),
-                "entry {index} at position {position} is not found from home {home}"
+                self.find(hash(waker), waker),
+                Some(index),
+                "entry {index} at position {position} is not found from its home"
+            );
+            assert!(
+                self.near.find(tag(hash(waker)), waker).is_none(),
+                "entry {index}'s task is near too"
             );
         }
         assert_eq!(indexed, self.wheel.len(), "index holds {indexed} entries");
@@ -321,7 +377,7 @@ impl<const N: usize> WakerQueue<N> {
                 .unwrap_or(u64::MAX)
         };
         if !self.stale {
-            let least = least_in(0..=u64::MAX);
+            let least = least_in(0..=u64::MAX).min(self.near.least());
             assert_eq!(
                 self.earliest, least,
                 "earliest is {} not {least}",
@@ -339,9 +395,57 @@ impl<const N: usize> WakerQueue<N> {
         }
     }
 
-    /// Sets `earliest` from the wheel, walking its earliest list if need be.
+    /// Files a new entry of a task with hash `hash`: near if a cell is
+    /// vacant or it is earlier than the latest near entry (which then
+    /// moves to the wheel), else in the wheel. Returns a waker to wake
+    /// early if there was no room (never, with room made).
+    fn file(&mut self, hash: u32, at: u64, waker: Waker) -> Option<Waker> {
+        match self.near.insert(at, waker, tag(hash)) {
+            Ok(_) => None,
+            Err(waker) => self.file_past_near(hash, at, waker),
+        }
+    }
+
+    /// [`file`](Self::file) when every near cell is taken: kept out of
+    /// line, so that the common calls stay small.
+    #[inline(never)]
+    fn file_past_near(&mut self, hash: u32, at: u64, waker: Waker) -> Option<Waker> {
+        let latest = self.near.latest().filter(|&(_, latest)| at < latest);
+        let Some((cell, latest)) = latest else {
+            return self.file_in_wheel(hash, at, waker);
+        };
+        // The latest near entry makes way: it moves to the wheel.
+        let moving = self.near.take_one(cell)?;
+        let early = self.file_in_wheel(index::hash(&moving), latest, moving);
+        match self.near.insert(at, waker, tag(hash)) {
+            Ok(_) => early,
+            Err(waker) => Some(waker),
+        }
+    }
+
+    /// Files a new entry in the wheel and indexes it; hands the waker back
+    /// if the wheel is full.
+    fn file_in_wheel(&mut self, hash: u32, at: u64, waker: Waker) -> Option<Waker> {
+        match self.wheel.try_insert(at, waker) {
+            Ok(id) => {
+                self.index.insert(Index::<N>::home(hash), id.index());
+                self.refiled(None, Some(at));
+                None
+            }
+            Err(full) => Some(full.into_inner()),
+        }
+    }
+
+    /// Sets `earliest` from the near cells and the wheel.
     fn find_earliest(&mut self) {
-        self.earliest = match self.wheel.earliest() {
+        self.near.find_least();
+        self.earliest = self.wheel_earliest().min(self.near.least());
+        self.stale = false;
+    }
+
+    /// The wheel's least deadline, walking its earliest list if need be.
+    fn wheel_earliest(&mut self) -> u64 {
+        match self.wheel.earliest() {
             Earliest::Empty => u64::MAX,
             Earliest::At(tick) => tick,
             Earliest::Due => self.wheel.least_deadline(),
@@ -353,11 +457,10 @@ impl<const N: usize> WakerQueue<N> {
                     least
                 }
             },
-        };
-        self.stale = false;
+        }
     }
 
-    /// Keeps `walked` true when an entry's deadline goes from `old`
+    /// Keeps `walked` true when a wheel entry's deadline goes from `old`
     /// (`None`: a new entry) to `new` (`None`: it left), never later.
     fn refiled(&mut self, old: Option<u64>, new: Option<u64>) {
         let Some(walked) = &mut self.walked else {
@@ -370,9 +473,20 @@ impl<const N: usize> WakerQueue<N> {
         }
     }
 
-    /// Takes an entry of the latest slot out to make room, preferring one
-    /// whose leaving moves no kept minimum; returns its waker to wake.
+    /// Takes a late entry out to make room: from the wheel's latest slot,
+    /// preferring one whose leaving moves no kept minimum, or the latest
+    /// near entry if the wheel holds none; returns its waker to wake.
+    #[inline(never)]
     fn make_room(&mut self) -> Option<Waker> {
+        if self.wheel.is_empty() {
+            let (cell, deadline) = self.near.latest()?;
+            let waker = self.near.take_one(cell)?;
+            // The latest is the earliest only if every entry has its deadline.
+            if deadline == self.earliest {
+                self.stale = true;
+            }
+            return Some(waker);
+        }
         let kept = self.walked.map_or(u64::MAX, |walked| walked.least);
         let latest = self.wheel.latest();
         let candidates = latest.iter().filter(|&&(index, _)| index != VACANT);
@@ -388,7 +502,7 @@ impl<const N: usize> WakerQueue<N> {
         let (index, deadline) = chosen?;
         let id = self.wheel.id_at(index)?;
         let waker = self.wheel.cancel(id)?;
-        self.forget(Self::home(&waker), index);
+        self.forget(hash(&waker), index);
         self.refiled(Some(deadline), None);
         // Another entry may hold the same deadline, but only a walk can tell.
         if deadline == self.earliest {
@@ -397,97 +511,23 @@ impl<const N: usize> WakerQueue<N> {
         Some(waker)
     }
 
-    /// The index position a waker's probe sequence starts at.
-    fn home(waker: &Waker) -> usize {
-        let data = waker.data().addr() as u64;
-        let vtable = core::ptr::from_ref::<RawWakerVTable>(waker.vtable()).addr() as u64;
-        // Fibonacci hashing: the high bits mix every input bit, and pointers'
-        // low bits are mostly zero.
-        let hash = (data ^ vtable.rotate_left(32)).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32;
-        ((hash * Self::POSITIONS as u64) >> 32) as usize
-    }
-
-    /// The position after `position`, wrapping.
-    fn next(position: usize) -> usize {
-        if position + 1 == Self::POSITIONS {
-            0
-        } else {
-            position + 1
+    /// The wheel index of the task `waker` (hash `hash`) belongs to, if
+    /// it is in the wheel.
+    fn find(&self, hash: u32, waker: &Waker) -> Option<u32> {
+        let wheel = &self.wheel;
+        if wheel.is_empty() {
+            return None;
         }
-    }
-
-    /// What index position `position` holds ([`VACANT`] past the end).
-    fn at(&self, position: usize) -> u32 {
         self.index
-            .get(position / 2)
-            .map_or(VACANT, |pair| pair[position % 2])
+            .find(Index::<N>::home(hash), waker, |index| wheel.value_at(index))
     }
 
-    fn set(&mut self, position: usize, index: u32) {
-        if let Some(pair) = self.index.get_mut(position / 2) {
-            pair[position % 2] = index;
-        }
-    }
-
-    /// The wheel index of the task `waker` belongs to, or the vacant
-    /// position where its probe sequence ends.
-    fn find(&self, home: usize, waker: &Waker) -> Result<u32, usize> {
-        let mut position = home;
-        // The index is at most half full, so a vacancy ends every probe;
-        // the bound only keeps a broken index from looping.
-        for _ in 0..Self::POSITIONS {
-            let index = self.at(position);
-            if index == VACANT {
-                return Err(position);
-            }
-            let queued = self.wheel.value_at(index);
-            if queued.is_some_and(|queued| queued.will_wake(waker)) {
-                return Ok(index);
-            }
-            position = Self::next(position);
-        }
-        Err(position)
-    }
-
-    /// Removes wheel index `index` from the index (its waker's probe
-    /// sequence starts at `home`), shifting later positions back so that
-    /// no probe sequence is broken (no tombstones).
-    fn forget(&mut self, home: usize, index: u32) {
-        let mut hole = home;
-        let mut found = false;
-        for _ in 0..Self::POSITIONS {
-            match self.at(hole) {
-                VACANT => break,
-                at if at == index => {
-                    found = true;
-                    break;
-                }
-                _ => hole = Self::next(hole),
-            }
-        }
-        if !found {
-            return;
-        }
-        let mut position = Self::next(hole);
-        for _ in 0..Self::POSITIONS {
-            let moved = self.at(position);
-            if moved == VACANT {
-                break;
-            }
-            let home = self.wheel.value_at(moved).map_or(position, Self::home);
-            // It stays if its home lies cyclically in (hole, position].
-            let stays = if hole <= position {
-                hole < home && home <= position
-            } else {
-                hole < home || home <= position
-            };
-            if !stays {
-                self.set(hole, moved);
-                hole = position;
-            }
-            position = Self::next(position);
-        }
-        self.set(hole, VACANT);
+    /// Removes wheel index `index`, whose waker has hash `hash`, from the
+    /// index.
+    fn forget(&mut self, hash: u32, index: u32) {
+        let wheel = &self.wheel;
+        self.index
+            .forget(Index::<N>::home(hash), index, |index| wheel.value_at(index));
     }
 }
 

@@ -243,7 +243,8 @@ fn a_ticking_task_below_a_crowded_slot_keeps_every_deadline_exact() {
 /// What a model test does next.
 #[derive(Clone, Debug)]
 enum Op {
-    /// `schedule_wake` for one of `TASKS` tasks, at a tick relative to now.
+    /// `schedule_wake` for a task (taken modulo the case's tasks), at a
+    /// tick relative to now.
     Schedule { task: usize, at: Offset },
     /// `next_expiration` at a later tick.
     Expire { by: u64 },
@@ -257,10 +258,6 @@ enum Offset {
     Never,
 }
 
-/// More tasks than entries, so the queue fills up.
-const TASKS: usize = 12;
-const ENTRIES: usize = 8;
-
 fn spread(g: &mut Gen) -> u64 {
     // Ticks at every scale: within a level-0 slot up to far levels.
     let bits = u32::arbitrary(g) % 45;
@@ -271,7 +268,7 @@ impl Arbitrary for Op {
     fn arbitrary(g: &mut Gen) -> Self {
         match u8::arbitrary(g) % 8 {
             0..=4 => Op::Schedule {
-                task: usize::arbitrary(g) % TASKS,
+                task: usize::arbitrary(g) % 64,
                 at: match u8::arbitrary(g) % 16 {
                     0 => Offset::Never,
                     1 | 2 => Offset::Behind(spread(g)),
@@ -318,8 +315,9 @@ impl Arbitrary for Case {
     }
 }
 
-/// Runs a case against the model, checking every answer and every wake.
-fn agrees(case: Case) -> bool {
+/// Runs a case on a queue of `ENTRIES` entries with `TASKS` tasks against
+/// the model, checking every answer and every wake.
+fn agrees<const ENTRIES: usize, const TASKS: usize>(case: Case) -> bool {
     let (tasks, wakers) = tasks(TASKS);
     let mut queue: WakerQueue<ENTRIES> = WakerQueue::new();
     let mut model: BTreeMap<usize, u64> = BTreeMap::new();
@@ -330,6 +328,7 @@ fn agrees(case: Case) -> bool {
     for op in case.ops {
         match op {
             Op::Schedule { task, at } => {
+                let task = task % TASKS;
                 let at = match at {
                     Offset::Ahead(by) => now.saturating_add(by),
                     Offset::Behind(by) => now.saturating_sub(by),
@@ -382,11 +381,25 @@ fn agrees(case: Case) -> bool {
     true
 }
 
+/// More tasks than entries, so the queue fills up; 8 entries all fit the
+/// near cells.
 #[test]
 fn waker_queue_agrees_with_a_map_of_tasks() {
     QuickCheck::new()
         .rng(Gen::new(120))
         .tests(2_000)
         .max_tests(2_000)
-        .quickcheck(agrees as fn(Case) -> bool);
+        .quickcheck(agrees::<8, 12> as fn(Case) -> bool);
+}
+
+/// 24 entries do not fit the 16 near cells: entries move from the cells to
+/// the wheel, the two share the calls, and a full queue makes room in the
+/// wheel. Long cases, so that the queue fills.
+#[test]
+fn waker_queue_past_its_near_cells_agrees_with_a_map_of_tasks() {
+    QuickCheck::new()
+        .rng(Gen::new(400))
+        .tests(1_000)
+        .max_tests(1_000)
+        .quickcheck(agrees::<24, 32> as fn(Case) -> bool);
 }

@@ -1,0 +1,295 @@
+//! The near set of a [`WakerQueue`](super::WakerQueue): a few entries held
+//! flat beside the wheel, each a deadline, a waker and a tag of the
+//! waker's hash in a numbered cell.
+//!
+//! A scan of a few packed deadlines costs less than a wheel's cascades and
+//! the walk that finds its earliest deadline, and a scan of a few packed
+//! tags less than probing an index, so a queue keeps its entries here
+//! while they fit. Nothing orders the cells: finding a task, what is due,
+//! the least or the latest deadline is a scan, which the compiler turns
+//! into a few wide compares.
+
+use core::task::Waker;
+
+/// Cells of the near set: a scan of their deadlines spans two cache lines,
+/// and their tags fit one vector register.
+pub(super) const CELLS: usize = 16;
+/// Every cell taken.
+const ALL: u32 = (1 << CELLS) - 1;
+
+/// The tag of a waker with hash `hash`: its low bits, which the index's
+/// home (the high bits) does not use.
+#[inline]
+pub(super) fn tag(hash: u32) -> u8 {
+    hash as u8
+}
+
+/// The high bit of every byte of `tags` that is `tag`, and perhaps of
+/// bytes above one that is (a borrow runs into them): few operations, and
+/// the caller compares the wakers anyway.
+#[inline]
+fn tag_candidates(tags: u64, tag: u8) -> u64 {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+    let differ = tags ^ (ONES * u64::from(tag));
+    differ.wrapping_sub(ONES) & !differ & HIGH
+}
+
+/// `CELLS` entries, each taken or vacant.
+pub(super) struct Near {
+    /// Each cell's deadline; `u64::MAX` when vacant, so that a scan for the
+    /// least needs no mask.
+    deadlines: [u64; CELLS],
+    wakers: [Option<Waker>; CELLS],
+    /// Each taken cell's [`tag`], byte `c % 8` of word `c / 8`, so that a
+    /// lookup compares few wakers. Written a word at a time: a byte store
+    /// would stall the next lookup's word load until it retires.
+    tags: [u64; CELLS / 8],
+    /// At most the least deadline held (`u64::MAX` if none), and exactly it
+    /// except during a firing or after a wake in one panicked: so that a
+    /// call with nothing near due need not scan.
+    least: u64,
+    /// Bit `c` is set while cell `c` holds an entry.
+    taken: u32,
+}
+
+impl Near {
+    pub(super) const EMPTY: Self = Self {
+        deadlines: [u64::MAX; CELLS],
+        wakers: [const { None }; CELLS],
+        tags: [0; CELLS / 8],
+        least: u64::MAX,
+        taken: 0,
+    };
+
+    /// How many cells hold an entry.
+    #[inline]
+    pub(super) fn len(&self) -> usize {
+        self.taken.count_ones() as usize
+    }
+
+    #[inline]
+    pub(super) fn is_empty(&self) -> bool {
+        self.taken == 0
+    }
+
+    /// Whether every cell is taken.
+    #[inline]
+    pub(super) fn is_full(&self) -> bool {
+        self.taken == ALL
+    }
+
+    /// The cell holding the task `waker` (whose tag is `tag`) belongs to.
+    #[inline]
+    pub(super) fn find(&self, tag: u8, waker: &Waker) -> Option<usize> {
+        for (word, &tags) in self.tags.iter().enumerate() {
+            let mut matches = tag_candidates(tags, tag);
+            while matches != 0 {
+                let cell = word * 8 + (matches.trailing_zeros() / 8) as usize;
+                // A vacant cell holds no waker, whatever its stale tag.
+                if self.waker(cell).is_some_and(|held| held.will_wake(waker)) {
+                    return Some(cell);
+                }
+                matches &= matches - 1;
+            }
+        }
+        None
+    }
+
+    /// Puts an entry in a vacant cell and returns the cell, or hands the
+    /// waker back when every cell is taken.
+    #[inline]
+    pub(super) fn insert(&mut self, deadline: u64, waker: Waker, tag: u8) -> Result<usize, Waker> {
+        if self.taken == ALL {
+            return Err(waker);
+        }
+        let cell = (!self.taken).trailing_zeros() as usize;
+        let slots = (
+            self.deadlines.get_mut(cell),
+            self.wakers.get_mut(cell),
+            self.tags.get_mut(cell / 8),
+        );
+        let (Some(at), Some(held), Some(tags)) = slots else {
+            return Err(waker);
+        };
+        *at = deadline;
+        *held = Some(waker);
+        self.least = self.least.min(deadline);
+        let shift = 8 * (cell % 8);
+        *tags = (*tags & !(0xff << shift)) | u64::from(tag) << shift;
+        self.taken |= 1 << cell;
+        Ok(cell)
+    }
+
+    /// The waker cell `cell` holds.
+    #[inline]
+    pub(super) fn waker(&self, cell: usize) -> Option<&Waker> {
+        self.wakers.get(cell)?.as_ref()
+    }
+
+    /// The deadline of the entry in cell `cell` (`u64::MAX` if vacant).
+    #[inline]
+    pub(super) fn deadline(&self, cell: usize) -> u64 {
+        self.deadlines.get(cell).copied().unwrap_or(u64::MAX)
+    }
+
+    /// Moves the entry in the taken cell `cell` to `deadline`.
+    #[inline]
+    pub(super) fn set_deadline(&mut self, cell: usize, deadline: u64) {
+        if self.taken & (1 << cell) != 0 {
+            if let Some(at) = self.deadlines.get_mut(cell) {
+                *at = deadline;
+                self.least = self.least.min(deadline);
+            }
+        }
+    }
+
+    /// Empties cell `cell`, returning its waker. Until
+    /// [`set_least`](Self::set_least), [`least`](Self::least) may be the
+    /// deadline it held.
+    #[inline]
+    pub(super) fn take(&mut self, cell: usize) -> Option<Waker> {
+        let waker = self.wakers.get_mut(cell)?.take()?;
+        self.taken &= !(1 << cell);
+        if let Some(at) = self.deadlines.get_mut(cell) {
+            *at = u64::MAX;
+        }
+        Some(waker)
+    }
+
+    /// Empties cell `cell` outside a firing, returning its waker, and
+    /// keeps [`least`](Self::least) exact (with a scan if it held it).
+    pub(super) fn take_one(&mut self, cell: usize) -> Option<Waker> {
+        let deadline = self.deadline(cell);
+        let waker = self.take(cell)?;
+        if deadline == self.least {
+            self.least = self.scan_least();
+        }
+        Some(waker)
+    }
+
+    /// Makes the kept least deadline exact again, with a scan.
+    pub(super) fn find_least(&mut self) {
+        self.least = self.scan_least();
+    }
+
+    /// Sets the kept least deadline after a firing, from its
+    /// [`split`](Self::split).
+    #[inline]
+    pub(super) fn set_least(&mut self, least: u64) {
+        self.least = least;
+    }
+
+    /// In one pass: the cells whose entries are due by `now`, as bits, and
+    /// the least deadline of the others (`u64::MAX` if none).
+    #[inline]
+    pub(super) fn split(&self, now: u64) -> (u32, u64) {
+        let Some(after) = now.checked_add(1) else {
+            return (self.taken, u64::MAX);
+        };
+        // Ticks past `after`, wrapping: every due deadline comes out above
+        // every later one, so one `min` finds the least later deadline and
+        // one compare tells the due. Four running minima, so that the
+        // compares do not wait on each other.
+        let due_from = u64::MAX - now;
+        let (mut due, mut least) = (0, [u64::MAX; 4]);
+        for (group, deadlines) in self.deadlines.chunks_exact(4).enumerate() {
+            for (lane, (&deadline, least)) in deadlines.iter().zip(&mut least).enumerate() {
+                let past = deadline.wrapping_sub(after);
+                due |= u32::from(past >= due_from) << (group * 4 + lane);
+                *least = (*least).min(past);
+            }
+        }
+        let least = least[0].min(least[1]).min(least[2].min(least[3]));
+        // A vacant cell's `u64::MAX` is never due here (`now < u64::MAX`),
+        // and it stands for no later deadline.
+        let later = if least < due_from {
+            least + after
+        } else {
+            u64::MAX
+        };
+        (due & self.taken, later)
+    }
+
+    /// The kept least deadline: exact but in a firing or after a wake in
+    /// one panicked (then at most the least).
+    #[inline]
+    pub(super) fn least(&self) -> u64 {
+        self.least
+    }
+
+    fn scan_least(&self) -> u64 {
+        self.deadlines.iter().copied().min().unwrap_or(u64::MAX)
+    }
+
+    /// A cell holding the latest deadline, and that deadline.
+    pub(super) fn latest(&self) -> Option<(usize, u64)> {
+        (0..CELLS)
+            .filter(|&cell| self.taken & (1 << cell) != 0)
+            .map(|cell| (cell, self.deadline(cell)))
+            .max_by_key(|&(_, deadline)| deadline)
+    }
+
+    /// Checks that a cell holds a waker iff it is taken, with that waker's
+    /// tag, that a vacant cell's deadline is `u64::MAX`, that no two cells
+    /// hold one task, and that the kept least is at most the least (the
+    /// least if `exact`). `tag_of` is the tag of a waker.
+    ///
+    /// # Panics
+    /// If any is broken, naming the cell.
+    pub(super) fn validate(&self, tag_of: impl Fn(&Waker) -> u8, exact: bool) {
+        for cell in 0..CELLS {
+            let taken = self.taken & (1 << cell) != 0;
+            assert_eq!(
+                self.waker(cell).is_some(),
+                taken,
+                "cell {cell}: taken {taken}"
+            );
+            match self.waker(cell) {
+                None => assert_eq!(self.deadline(cell), u64::MAX, "vacant cell {cell}"),
+                Some(waker) => {
+                    let held = (self.tags[cell / 8] >> (8 * (cell % 8))) as u8;
+                    assert_eq!(held, tag_of(waker), "cell {cell}'s tag");
+                    assert_eq!(
+                        self.find(tag_of(waker), waker),
+                        Some(cell),
+                        "cell {cell}'s task is in an earlier cell too"
+                    );
+                }
+            }
+        }
+        assert_eq!(self.taken & !ALL, 0, "cells past {CELLS} taken");
+        let least = self.scan_least();
+        assert!(
+            self.least <= least,
+            "kept least {} above {least}",
+            self.least
+        );
+        if exact {
+            assert_eq!(self.least, least, "kept least");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tag_candidates;
+
+    #[test]
+    fn tag_candidates_include_every_equal_byte_and_none_below_it() {
+        let tags: [u8; 8] = [0, 1, 0x80, 0x7f, 0xff, 1, 0xfe, 0x81];
+        let word = u64::from_le_bytes(tags);
+        for tag in [0u8, 1, 0x7f, 0x80, 0x81, 0xfe, 0xff, 2] {
+            let found = tag_candidates(word, tag);
+            let first = tags.iter().position(|&t| t == tag);
+            for (byte, &t) in tags.iter().enumerate() {
+                let marked = found & (0x80 << (8 * byte)) != 0;
+                if t == tag {
+                    assert!(marked, "tag {tag:#x}: byte {byte} not marked");
+                } else if first.is_none_or(|first| byte < first) {
+                    assert!(!marked, "tag {tag:#x}: byte {byte} marked");
+                }
+            }
+        }
+    }
+}
