@@ -7,7 +7,7 @@ use std::path::PathBuf;
 pub use super::arg_error::ArgError;
 use super::impls::Impl;
 use super::values::{
-    bad, impl_list, millis, number, redis_url, seconds, thread_list, workload_list,
+    impl_list, millis, number, redis_url, seconds, shape_list, thread_list, tick_us, workload_list,
 };
 
 /// Printed by `--help`.
@@ -337,90 +337,9 @@ impl RawFlags {
     }
 }
 
-/// A `--tick-us` value: 1 µs to 1 s.
-fn tick_us(value: &str) -> Result<u64, ArgError> {
-    match number("--tick-us", value)? {
-        us @ 1..=1_000_000 => Ok(us),
-        _ => Err(bad("--tick-us", value, "microseconds from 1 to 1000000")),
-    }
-}
-
-/// A `--shapes` list: each a shape of one of the experiment's `impls`.
-fn shape_list(experiment: &str, impls: &[Impl], value: &str) -> Result<Vec<String>, ArgError> {
-    let mut known: Vec<&'static str> = impls.iter().filter_map(|i| i.shape(experiment)).collect();
-    known.sort_unstable();
-    known.dedup();
-    value
-        .split(',')
-        .map(str::trim)
-        .map(|name| match known.contains(&name) {
-            true => Ok(name.to_owned()),
-            false => Err(ArgError::UnknownShape {
-                name: name.to_owned(),
-                expected: known.clone(),
-            }),
-        })
-        .collect()
-}
-
-/// The command line a parent passes to the child that runs `imp`.
-pub fn child_args(experiment: &Experiment, imp: Impl, progress: bool) -> Vec<String> {
-    let mut args = vec!["__child".to_owned()];
-    match experiment {
-        Experiment::Delay(d) => {
-            args.push("delay".into());
-            for (flag, v) in [
-                ("--timers", d.timers),
-                ("--min-ms", d.min_ms),
-                ("--max-ms", d.max_ms),
-                ("--seed", d.seed),
-                ("--tick-us", d.tick_us),
-            ] {
-                args.push(flag.into());
-                args.push(v.to_string());
-            }
-        }
-        Experiment::Timeouts(t) => {
-            args.push("timeouts".into());
-            args.push("--threads".into());
-            let threads: Vec<String> = t.threads.iter().map(usize::to_string).collect();
-            args.push(threads.join(","));
-            args.push("--secs".into());
-            args.push(t.secs.to_string());
-        }
-        Experiment::Redis(r) => {
-            args.push("redis".into());
-            let threads: Vec<String> = r.threads.iter().map(usize::to_string).collect();
-            let workloads: Vec<&str> = r.workloads.iter().map(|w| w.name()).collect();
-            for (flag, v) in [
-                ("--threads", threads.join(",")),
-                ("--secs", r.secs.to_string()),
-                ("--workload", workloads.join(",")),
-                ("--timeout-ms", r.timeout_ms.to_string()),
-            ] {
-                args.push(flag.into());
-                args.push(v);
-            }
-            if let Some(ms) = r.stall_ms {
-                args.push("--stall-ms".into());
-                args.push(ms.to_string());
-            }
-            if let Some(addr) = r.server {
-                args.push("--redis-url".into());
-                args.push(format!("redis://{addr}"));
-            }
-        }
-    }
-    args.push("--impls".into());
-    args.push(imp.name().into());
-    if progress {
-        args.push("--progress".into());
-    }
-    args
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::child::child_args;
     use super::*;
 
     fn parse_str(line: &str) -> Result<Command, ArgError> {

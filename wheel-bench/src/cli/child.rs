@@ -10,10 +10,66 @@ use core::fmt;
 use std::io::{self, Read};
 use std::process::{Command, Stdio};
 
-use super::args::{child_args, Experiment};
+use super::args::Experiment;
 use super::impls::Impl;
 use super::outcome::Outcome;
 use super::RunError;
+
+/// The command line a parent passes to the child that runs `imp`.
+pub fn child_args(experiment: &Experiment, imp: Impl, progress: bool) -> Vec<String> {
+    let mut args = vec!["__child".to_owned()];
+    match experiment {
+        Experiment::Delay(d) => {
+            args.push("delay".into());
+            for (flag, v) in [
+                ("--timers", d.timers),
+                ("--min-ms", d.min_ms),
+                ("--max-ms", d.max_ms),
+                ("--seed", d.seed),
+                ("--tick-us", d.tick_us),
+            ] {
+                args.push(flag.into());
+                args.push(v.to_string());
+            }
+        }
+        Experiment::Timeouts(t) => {
+            args.push("timeouts".into());
+            args.push("--threads".into());
+            let threads: Vec<String> = t.threads.iter().map(usize::to_string).collect();
+            args.push(threads.join(","));
+            args.push("--secs".into());
+            args.push(t.secs.to_string());
+        }
+        Experiment::Redis(r) => {
+            args.push("redis".into());
+            let threads: Vec<String> = r.threads.iter().map(usize::to_string).collect();
+            let workloads: Vec<&str> = r.workloads.iter().map(|w| w.name()).collect();
+            for (flag, v) in [
+                ("--threads", threads.join(",")),
+                ("--secs", r.secs.to_string()),
+                ("--workload", workloads.join(",")),
+                ("--timeout-ms", r.timeout_ms.to_string()),
+            ] {
+                args.push(flag.into());
+                args.push(v);
+            }
+            if let Some(ms) = r.stall_ms {
+                args.push("--stall-ms".into());
+                args.push(ms.to_string());
+            }
+            if let Some(addr) = r.server {
+                args.push("--redis-url".into());
+                args.push(format!("redis://{addr}"));
+            }
+        }
+    }
+    args.push("--impls".into());
+    args.push(imp.name().into());
+    if progress {
+        args.push("--progress".into());
+    }
+    args
+}
 
 /// A child's result with the OS's accounting.
 #[derive(Clone, Debug)]

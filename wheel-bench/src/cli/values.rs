@@ -114,3 +114,29 @@ pub fn bad(flag: &'static str, value: &str, expected: &'static str) -> ArgError 
         expected,
     }
 }
+
+/// A `--tick-us` value: 1 µs to 1 s.
+pub fn tick_us(value: &str) -> Result<u64, ArgError> {
+    match number("--tick-us", value)? {
+        us @ 1..=1_000_000 => Ok(us),
+        _ => Err(bad("--tick-us", value, "microseconds from 1 to 1000000")),
+    }
+}
+
+/// A `--shapes` list: each a shape of one of the experiment's `impls`.
+pub fn shape_list(experiment: &str, impls: &[Impl], value: &str) -> Result<Vec<String>, ArgError> {
+    let mut known: Vec<&'static str> = impls.iter().filter_map(|i| i.shape(experiment)).collect();
+    known.sort_unstable();
+    known.dedup();
+    value
+        .split(',')
+        .map(str::trim)
+        .map(|name| match known.contains(&name) {
+            true => Ok(name.to_owned()),
+            false => Err(ArgError::UnknownShape {
+                name: name.to_owned(),
+                expected: known.clone(),
+            }),
+        })
+        .collect()
+}
