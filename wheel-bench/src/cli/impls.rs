@@ -87,34 +87,27 @@ impl Impl {
     pub const ON_REQUEST: [Impl; 1] = [Impl::TokioAlt];
 
     /// What `delay` accepts by name: its own, and those on request.
-    pub const DELAY_NAMED: [Impl; 11] = {
-        let mut all = [Impl::TokioAlt; 11];
-        let mut i = 0;
-        while i < 11 {
-            all[i] = if i < Impl::DELAY.len() {
-                Impl::DELAY[i]
-            } else {
-                Impl::ON_REQUEST[i - Impl::DELAY.len()]
-            };
-            i += 1;
-        }
-        all
-    };
+    pub const DELAY_NAMED: [Impl; 11] = Impl::with_on_request(&Impl::DELAY);
 
     /// What `timeouts` accepts by name: its own, and those on request.
-    pub const TIMEOUTS_NAMED: [Impl; 12] = {
-        let mut all = [Impl::TokioAlt; 12];
+    pub const TIMEOUTS_NAMED: [Impl; 12] = Impl::with_on_request(&Impl::TIMEOUTS);
+
+    /// `own` followed by [`Impl::ON_REQUEST`]; `K` is their total length
+    /// (checked at compile time).
+    const fn with_on_request<const K: usize>(own: &[Impl]) -> [Impl; K] {
+        assert!(own.len() + Impl::ON_REQUEST.len() == K);
+        let mut all = [Impl::TokioAlt; K];
         let mut i = 0;
-        while i < 12 {
-            all[i] = if i < Impl::TIMEOUTS.len() {
-                Impl::TIMEOUTS[i]
+        while i < K {
+            all[i] = if i < own.len() {
+                own[i]
             } else {
-                Impl::ON_REQUEST[i - Impl::TIMEOUTS.len()]
+                Impl::ON_REQUEST[i - own.len()]
             };
             i += 1;
         }
         all
-    };
+    }
 
     /// What `delay` compares: every way of holding wheel-sync, and the peers.
     pub const DELAY: [Impl; 10] = [
