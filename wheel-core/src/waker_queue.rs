@@ -71,8 +71,9 @@ const LEVELS: usize = 16;
 ///
 /// **Cost:** up to 16 entries are held flat beside the wheel (mostly the
 /// earliest, when there are more): finding a task among them is a scan of
-/// 16 packed tags, and firing one or finding their least deadline a scan
-/// of 16 packed deadlines, with no cascade and no index. A task in the
+/// 16 packed tags; the cell of their least deadline is kept, so firing
+/// one takes it at once and finds the next least with a scan of 16 packed
+/// deadlines, with no cascade and no index. A task in the
 /// wheel is found by a hash lookup after the tag scan. Adding one to the wheel
 /// is a wheel insert; each wheel entry is cascaded at most once per level
 /// on its way down, and firing it is O(1). Finding the wheel's exact
@@ -292,20 +293,11 @@ impl<const N: usize> WakerQueue<N> {
         if now < self.earliest && !self.stale {
             return self.earliest;
         }
-        // Most calls at many tasks fire wheel entries only: the near cells'
-        // kept least tells whether to scan them (unless a wake panicked).
-        let (mut due, near_later) = if !self.stale && now < self.near.least() {
-            (0, self.near.least())
-        } else {
-            self.near.split(now)
-        };
         self.stale = true;
-        while due != 0 {
-            let cell = due.trailing_zeros() as usize;
-            due &= due - 1;
-            if let Some(waker) = self.near.take(cell) {
-                waker.wake();
-            }
+        // Most calls at many tasks fire wheel entries only: the near cells'
+        // kept least says at once that none of theirs is due.
+        while let Some(waker) = self.near.pop_due(now) {
+            waker.wake();
         }
         // An empty wheel's clock may lag: it only files later deadlines a
         // level higher.
@@ -322,8 +314,7 @@ impl<const N: usize> WakerQueue<N> {
             }
             wheel_least = self.wheel_earliest();
         }
-        self.near.set_least(near_later);
-        self.earliest = wheel_least.min(near_later);
+        self.earliest = wheel_least.min(self.near.least());
         self.stale = false;
         self.earliest
     }
@@ -344,7 +335,7 @@ impl<const N: usize> WakerQueue<N> {
     /// ```
     pub fn validate(&self) {
         self.wheel.validate();
-        self.near.validate(|waker| tag(hash(waker)), !self.stale);
+        self.near.validate(|waker| tag(hash(waker)));
         let mut indexed = 0;
         for position in 0..Index::<N>::POSITIONS {
             let index = self.index.at(position);
@@ -438,7 +429,6 @@ impl<const N: usize> WakerQueue<N> {
 
     /// Sets `earliest` from the near cells and the wheel.
     fn find_earliest(&mut self) {
-        self.near.find_least();
         self.earliest = self.wheel_earliest().min(self.near.least());
         self.stale = false;
     }

@@ -5,9 +5,10 @@
 //! A scan of a few packed deadlines costs less than a wheel's cascades and
 //! the walk that finds its earliest deadline, and a scan of a few packed
 //! tags less than probing an index, so a queue keeps its entries here
-//! while they fit. Nothing orders the cells: finding a task, what is due,
-//! the least or the latest deadline is a scan, which the compiler turns
-//! into a few wide compares.
+//! while they fit. Nothing orders the cells: finding a task, the least or
+//! the latest deadline is a scan, which the compiler turns into a few wide
+//! compares; the least deadline's cell is kept, so firing the earliest
+//! entry is a take and one scan for the next.
 
 use core::task::Waker;
 
@@ -45,10 +46,12 @@ pub(super) struct Near {
     /// lookup compares few wakers. Written a word at a time: a byte store
     /// would stall the next lookup's word load until it retires.
     tags: [u64; CELLS / 8],
-    /// At most the least deadline held (`u64::MAX` if none), and exactly it
-    /// except during a firing or after a wake in one panicked: so that a
-    /// call with nothing near due need not scan.
+    /// The least deadline held (`u64::MAX` if none), so that a call with
+    /// nothing near due need not scan.
     least: u64,
+    /// A cell holding `least` while it is below `u64::MAX`: firing the
+    /// earliest entry takes it without a scan for what is due.
+    least_cell: u8,
     /// Bit `c` is set while cell `c` holds an entry.
     taken: u32,
 }
@@ -59,6 +62,7 @@ impl Near {
         wakers: [const { None }; CELLS],
         tags: [0; CELLS / 8],
         least: u64::MAX,
+        least_cell: 0,
         taken: 0,
     };
 
@@ -114,10 +118,10 @@ impl Near {
         };
         *at = deadline;
         *held = Some(waker);
-        self.least = self.least.min(deadline);
         let shift = 8 * (cell % 8);
         *tags = (*tags & !(0xff << shift)) | u64::from(tag) << shift;
         self.taken |= 1 << cell;
+        self.lower_least(cell, deadline);
         Ok(cell)
     }
 
@@ -139,16 +143,24 @@ impl Near {
         if self.taken & (1 << cell) != 0 {
             if let Some(at) = self.deadlines.get_mut(cell) {
                 *at = deadline;
-                self.least = self.least.min(deadline);
+                self.lower_least(cell, deadline);
             }
         }
     }
 
-    /// Empties cell `cell`, returning its waker. Until
-    /// [`set_least`](Self::set_least), [`least`](Self::least) may be the
-    /// deadline it held.
+    /// Makes `least` `deadline`, held by `cell`, if that is lower.
     #[inline]
-    pub(super) fn take(&mut self, cell: usize) -> Option<Waker> {
+    fn lower_least(&mut self, cell: usize, deadline: u64) {
+        if deadline < self.least {
+            self.least = deadline;
+            self.least_cell = cell as u8;
+        }
+    }
+
+    /// Empties cell `cell`, returning its waker; `least` is left to the
+    /// caller.
+    #[inline]
+    fn take(&mut self, cell: usize) -> Option<Waker> {
         let waker = self.wakers.get_mut(cell)?.take()?;
         self.taken &= !(1 << cell);
         if let Some(at) = self.deadlines.get_mut(cell) {
@@ -157,69 +169,59 @@ impl Near {
         Some(waker)
     }
 
-    /// Empties cell `cell` outside a firing, returning its waker, and
-    /// keeps [`least`](Self::least) exact (with a scan if it held it).
+    /// Empties cell `cell`, returning its waker, and keeps `least` exact
+    /// (with a scan if it held it).
     pub(super) fn take_one(&mut self, cell: usize) -> Option<Waker> {
         let deadline = self.deadline(cell);
         let waker = self.take(cell)?;
         if deadline == self.least {
-            self.least = self.scan_least();
+            self.find_least();
         }
         Some(waker)
     }
 
-    /// Makes the kept least deadline exact again, with a scan.
-    pub(super) fn find_least(&mut self) {
-        self.least = self.scan_least();
-    }
-
-    /// Sets the kept least deadline after a firing, from its
-    /// [`split`](Self::split).
+    /// Takes out an entry due by `now`, the earliest, returning its waker;
+    /// `least` is exact again before the waker can be woken.
     #[inline]
-    pub(super) fn set_least(&mut self, least: u64) {
-        self.least = least;
-    }
-
-    /// In one pass: the cells whose entries are due by `now`, as bits, and
-    /// the least deadline of the others (`u64::MAX` if none).
-    #[inline]
-    pub(super) fn split(&self, now: u64) -> (u32, u64) {
-        let Some(after) = now.checked_add(1) else {
-            return (self.taken, u64::MAX);
+    pub(super) fn pop_due(&mut self, now: u64) -> Option<Waker> {
+        if self.least > now || self.taken == 0 {
+            return None;
+        }
+        // Every entry holds `u64::MAX` when the least is that (`now` is
+        // too): any taken cell is due, and the scan names none.
+        let cell = if self.least == u64::MAX {
+            self.taken.trailing_zeros() as usize
+        } else {
+            usize::from(self.least_cell)
         };
-        // Ticks past `after`, wrapping: every due deadline comes out above
-        // every later one, so one `min` finds the least later deadline and
-        // one compare tells the due. Four running minima, so that the
-        // compares do not wait on each other.
-        let due_from = u64::MAX - now;
-        let (mut due, mut least) = (0, [u64::MAX; 4]);
+        let waker = self.take(cell);
+        self.find_least();
+        waker
+    }
+
+    /// Sets `least` and its cell with a scan: four running minima, so that
+    /// the compares do not wait on each other.
+    pub(super) fn find_least(&mut self) {
+        let mut lanes = [(u64::MAX, 0usize); 4];
         for (group, deadlines) in self.deadlines.chunks_exact(4).enumerate() {
-            for (lane, (&deadline, least)) in deadlines.iter().zip(&mut least).enumerate() {
-                let past = deadline.wrapping_sub(after);
-                due |= u32::from(past >= due_from) << (group * 4 + lane);
-                *least = (*least).min(past);
+            for (lane, (&deadline, best)) in deadlines.iter().zip(&mut lanes).enumerate() {
+                if deadline < best.0 {
+                    *best = (deadline, group * 4 + lane);
+                }
             }
         }
-        let least = least[0].min(least[1]).min(least[2].min(least[3]));
-        // A vacant cell's `u64::MAX` is never due here (`now < u64::MAX`),
-        // and it stands for no later deadline.
-        let later = if least < due_from {
-            least + after
-        } else {
-            u64::MAX
-        };
-        (due & self.taken, later)
+        let (least, cell) = lanes
+            .into_iter()
+            .reduce(|a, b| if b.0 < a.0 { b } else { a })
+            .unwrap_or((u64::MAX, 0));
+        self.least = least;
+        self.least_cell = cell as u8;
     }
 
-    /// The kept least deadline: exact but in a firing or after a wake in
-    /// one panicked (then at most the least).
+    /// The least deadline held, `u64::MAX` if none.
     #[inline]
     pub(super) fn least(&self) -> u64 {
         self.least
-    }
-
-    fn scan_least(&self) -> u64 {
-        self.deadlines.iter().copied().min().unwrap_or(u64::MAX)
     }
 
     /// A cell holding the latest deadline, and that deadline.
@@ -232,12 +234,12 @@ impl Near {
 
     /// Checks that a cell holds a waker iff it is taken, with that waker's
     /// tag, that a vacant cell's deadline is `u64::MAX`, that no two cells
-    /// hold one task, and that the kept least is at most the least (the
-    /// least if `exact`). `tag_of` is the tag of a waker.
+    /// hold one task, and that the kept least is the least, held by its
+    /// cell. `tag_of` is the tag of a waker.
     ///
     /// # Panics
     /// If any is broken, naming the cell.
-    pub(super) fn validate(&self, tag_of: impl Fn(&Waker) -> u8, exact: bool) {
+    pub(super) fn validate(&self, tag_of: impl Fn(&Waker) -> u8) {
         for cell in 0..CELLS {
             let taken = self.taken & (1 << cell) != 0;
             assert_eq!(
@@ -259,14 +261,14 @@ impl Near {
             }
         }
         assert_eq!(self.taken & !ALL, 0, "cells past {CELLS} taken");
-        let least = self.scan_least();
-        assert!(
-            self.least <= least,
-            "kept least {} above {least}",
-            self.least
-        );
-        if exact {
-            assert_eq!(self.least, least, "kept least");
+        let least = self.deadlines.iter().copied().min().unwrap_or(u64::MAX);
+        assert_eq!(self.least, least, "kept least");
+        if least < u64::MAX {
+            assert_eq!(
+                self.deadline(usize::from(self.least_cell)),
+                least,
+                "least's cell"
+            );
         }
     }
 }
