@@ -36,6 +36,15 @@ fn tag_candidates(tags: u64, tag: u8) -> u64 {
     differ.wrapping_sub(ONES) & !differ & HIGH
 }
 
+/// The high bit of byte `k` of the result for each bit `k` set in `bits`.
+#[inline]
+fn taken_bytes(bits: u8) -> u64 {
+    // Byte k of the product is `bits`; the mask keeps bit k in byte k, and
+    // adding 0x7f to each byte carries into its high bit iff it is not 0.
+    let kept = (u64::from(bits) * 0x0101_0101_0101_0101) & 0x8040_2010_0804_0201;
+    (kept + 0x7f7f_7f7f_7f7f_7f7f) & 0x8080_8080_8080_8080
+}
+
 /// `CELLS` entries, each taken or vacant.
 pub(super) struct Near {
     /// Each cell's deadline; `u64::MAX` when vacant, so that a scan for the
@@ -87,10 +96,12 @@ impl Near {
     #[inline]
     pub(super) fn find(&self, tag: u8, waker: &Waker) -> Option<usize> {
         for (word, &tags) in self.tags.iter().enumerate() {
-            let mut matches = tag_candidates(tags, tag);
+            // A vacant cell keeps the tag of the task that left it (often
+            // the very task asking again): masked out, it costs no compare.
+            let taken = taken_bytes((self.taken >> (8 * word)) as u8);
+            let mut matches = tag_candidates(tags, tag) & taken;
             while matches != 0 {
                 let cell = word * 8 + (matches.trailing_zeros() / 8) as usize;
-                // A vacant cell holds no waker, whatever its stale tag.
                 if self.waker(cell).is_some_and(|held| held.will_wake(waker)) {
                     return Some(cell);
                 }
@@ -275,7 +286,17 @@ impl Near {
 
 #[cfg(test)]
 mod tests {
-    use super::tag_candidates;
+    use super::{tag_candidates, taken_bytes};
+
+    #[test]
+    fn taken_bytes_marks_the_byte_of_each_bit() {
+        for bits in 0..=u8::MAX {
+            let expected = (0..8)
+                .filter(|k| bits & (1 << k) != 0)
+                .fold(0u64, |mask, k| mask | 0x80 << (8 * k));
+            assert_eq!(taken_bytes(bits), expected, "bits {bits:#010b}");
+        }
+    }
 
     #[test]
     fn tag_candidates_include_every_equal_byte_and_none_below_it() {
