@@ -17,6 +17,9 @@
 //!   lower level. Every occupied slot lies after the clock's slot on its
 //!   level, so the lowest occupied level's first slot is the earliest, and
 //!   moving the clock up to its start leaves every other placement true.
+//!   Once that slot is taken, nothing is filed before its end, so a caller
+//!   that fires what is due in any order (`pop_expired`) lets the clock go
+//!   on within it to the target at once.
 //! - Bits: a slot's occupied bit is set iff one of its lists is not empty,
 //!   and a level's bit in `occupied_levels` iff one of its slots is
 //!   occupied; the one exception is the slot being staged, which stays
@@ -822,15 +825,22 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
         self.slab.link(index).deadline
     }
 
-    /// The next timer [`advance`](Self::advance)`(now)` would yield, without
-    /// an iterator to drop: for a caller that does more between timers.
+    /// The last tick of the level-`level` slot that starts at `start`.
+    #[inline]
+    fn slot_last(start: u64, level: usize) -> u64 {
+        start | ((1 << Geometry::<SLOTS, LEVELS>::shift(level)) - 1)
+    }
+
+    /// The timers [`advance`](Self::advance)`(now)` would yield, one at a
+    /// time without an iterator to drop, and in no particular order: for
+    /// a caller that does more between timers and fires them all.
     #[inline]
     pub(crate) fn pop_expired(&mut self, now: u64) -> Option<Expired<T>> {
         loop {
             if let Some(expired) = self.pop_due() {
                 return Some(expired);
             }
-            if !self.step(now) {
+            if !self.step(now, false) {
                 return None;
             }
         }
@@ -850,7 +860,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
             Some((0, _, start)) => Earliest::At(start),
             Some((level, _, start)) => Earliest::InSlot {
                 start,
-                last: start | ((1 << Geometry::<SLOTS, LEVELS>::shift(level)) - 1),
+                last: Self::slot_last(start, level),
             },
         }
     }
@@ -1008,8 +1018,15 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     /// its deadline has come, else onto a strictly lower level. Returns
     /// whether a slot was processed; if none was, the clock moves to
     /// `max(now, target)`.
+    ///
+    /// Unless `in_order`, a slot above level 0 that is not staged moves the
+    /// clock on to `target` if that lies within it: nothing is filed below
+    /// the earliest slot and nothing above it starts before it ends, so
+    /// every placement stays true, and its timers due by `target` go onto
+    /// the due list at once instead of through a level-0 slot each. The
+    /// due list then holds several ticks' timers, in no order.
     #[inline]
-    fn step(&mut self, target: u64) -> bool {
+    fn step(&mut self, target: u64, in_order: bool) -> bool {
         let next = self.next_slot().filter(|&(_, _, start)| start <= target);
         let Some((level, slot, start)) = next else {
             self.now = self.now.max(target);
@@ -1040,7 +1057,11 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
                 let due = core::mem::replace(&mut st.tables.due, NO_HEADS);
                 st.finish();
                 self.splice_due(due);
+            } else if !in_order {
+                self.now = self.now.max(target.min(Self::slot_last(start, level)));
             }
+        } else if !in_order {
+            self.now = self.now.max(target.min(Self::slot_last(start, level)));
         }
         // The lists are walked in lockstep: each one's next link is a load
         // that does not wait for the others', so their misses overlap.
@@ -1096,7 +1117,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> Iterator
             if let Some(expired) = self.wheel.pop_due() {
                 return Some(expired);
             }
-            if !self.wheel.step(self.target) {
+            if !self.wheel.step(self.target, true) {
                 return None;
             }
         }
@@ -1113,7 +1134,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> Drop
     fn drop(&mut self) {
         // Cascade what is left up to the target without yielding: every timer
         // with deadline ≤ target lands on the due list, and the clock moves.
-        while self.wheel.step(self.target) {}
+        while self.wheel.step(self.target, true) {}
     }
 }
 
