@@ -214,7 +214,10 @@ impl Near {
     /// the compares do not wait on each other.
     pub(super) fn find_least(&mut self) {
         let mut lanes = [(u64::MAX, 0usize); 4];
-        for (group, deadlines) in self.deadlines.chunks_exact(4).enumerate() {
+        // New entries take the lowest vacant cell, so the taken ones sit
+        // low: the groups of four above the highest are all vacant.
+        let groups = (u32::BITS - self.taken.leading_zeros()).div_ceil(4) as usize;
+        for (group, deadlines) in self.deadlines.chunks_exact(4).enumerate().take(groups) {
             for (lane, (&deadline, best)) in deadlines.iter().zip(&mut lanes).enumerate() {
                 if deadline < best.0 {
                     *best = (deadline, group * 4 + lane);
