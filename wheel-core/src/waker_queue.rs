@@ -301,22 +301,31 @@ impl<const N: usize> WakerQueue<N> {
         }
         // An empty wheel's clock may lag: it only files later deadlines a
         // level higher.
-        let mut wheel_least = u64::MAX;
-        if !self.wheel.is_empty() {
-            if self.walked.is_some_and(|walked| walked.start <= now) {
-                self.walked = None;
-            }
-            // One expired entry at a time: the wheel is free between them
-            // for the index to read other wakers.
-            while let Some(expired) = self.wheel.pop_expired(now) {
-                self.forget(hash(&expired.value), expired.id.index());
-                expired.value.wake();
-            }
-            wheel_least = self.wheel_earliest();
-        }
+        let wheel_least = if self.wheel.is_empty() {
+            u64::MAX
+        } else {
+            self.expire_wheel(now)
+        };
         self.earliest = wheel_least.min(self.near.least());
         self.stale = false;
         self.earliest
+    }
+
+    /// Wakes every wheel entry due by `now` and returns the wheel's least
+    /// deadline: out of line, so that a queue whose entries fit the near
+    /// cells runs a small `next_expiration`.
+    #[inline(never)]
+    fn expire_wheel(&mut self, now: u64) -> u64 {
+        if self.walked.is_some_and(|walked| walked.start <= now) {
+            self.walked = None;
+        }
+        // One expired entry at a time: the wheel is free between them for
+        // the index to read other wakers.
+        while let Some(expired) = self.wheel.pop_expired(now) {
+            self.forget(hash(&expired.value), expired.id.index());
+            expired.value.wake();
+        }
+        self.wheel_earliest()
     }
 
     /// Checks the invariants: every entry is indexed once, from where its
