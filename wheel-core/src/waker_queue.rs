@@ -63,7 +63,7 @@ const LEVELS: usize = 16;
 /// `static` behind the driver's critical section.
 ///
 /// **Memory:** per queue, the wheel's tables, 16 near cells and the rest,
-/// 4 624 bytes on a 32-bit target and 4 768 on a 64-bit one; per entry, 36
+/// 4 628 bytes on a 32-bit target and 4 768 on a 64-bit one; per entry, 36
 /// and 48 bytes (the deadline and two links, the waker with a generation,
 /// and two index positions); one pointer less per queue without the
 /// `alloc` feature. `tests/memory.rs` pins these figures on the host and
