@@ -39,7 +39,7 @@ use core::task::Waker;
 use crate::wheel::Earliest;
 use crate::FixedWheel;
 use index::{hash, Index, VACANT};
-use near::{tag, Near};
+use near::{tag, Near, CELLS};
 
 /// Slots per level of the wheel inside: 16 slots × 16 levels keep its
 /// tables at about 4 KiB (64 × 11 take 11 KiB, for as fast a queue; 8 × 22
@@ -220,7 +220,9 @@ impl<const N: usize> WakerQueue<N> {
                 return self.earliest < before;
             }
             let was_empty = self.near.is_empty();
-            let room = self.near.len() < N && !self.near.is_full();
+            // `insert` checks the cells; the queue's own room matters only
+            // when it holds fewer entries than there are cells.
+            let room = N >= CELLS || self.near.len() < N;
             if room && self.near.insert(at, waker.clone(), tag(hash)).is_ok() {
                 self.earliest = before.min(at);
                 return self.earliest < before || was_empty;

@@ -86,12 +86,6 @@ impl Near {
         self.taken == 0
     }
 
-    /// Whether every cell is taken.
-    #[inline]
-    pub(super) fn is_full(&self) -> bool {
-        self.taken == ALL
-    }
-
     /// The cell holding the task `waker` (whose tag is `tag`) belongs to.
     #[inline]
     pub(super) fn find(&self, tag: u8, waker: &Waker) -> Option<usize> {
