@@ -449,11 +449,11 @@ impl<const N: usize> WakerQueue<N> {
         match self.wheel.earliest() {
             Earliest::Empty => u64::MAX,
             Earliest::At(tick) => tick,
-            Earliest::Due => self.wheel.least_deadline(),
-            Earliest::InSlot { start, last } => match self.walked {
+            Earliest::Due(heads) => self.wheel.least_on(heads),
+            Earliest::InSlot { start, last, heads } => match self.walked {
                 Some(walked) if (walked.start, walked.last) == (start, last) => walked.least,
                 _ => {
-                    let least = self.wheel.least_deadline();
+                    let least = self.wheel.least_on(heads);
                     self.walked = Some(Walked { start, last, least });
                     least
                 }

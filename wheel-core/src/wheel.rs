@@ -70,12 +70,13 @@ pub struct Expired<T> {
 pub(crate) enum Earliest {
     /// No timer is pending.
     Empty,
-    /// Timers are due: the least deadline is on the due lists.
-    Due,
+    /// Timers are due: the least deadline is on the due lists, these.
+    Due(Heads),
     /// The earliest timers are all due at this tick.
     At(u64),
-    /// The earliest timer is in the slot spanning `start ..= last`.
-    InSlot { start: u64, last: u64 },
+    /// The earliest timer is in the slot spanning `start ..= last`, on
+    /// these lists.
+    InSlot { start: u64, last: u64, heads: Heads },
 }
 
 /// A hierarchical timing wheel over a [`Storage`] `S`, with `SLOTS` slots
@@ -848,34 +849,27 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
 
     /// Where the earliest pending deadline lies, for a caller that needs it
     /// exactly ([`WakerQueue`](crate::WakerQueue)): a level-0 slot holds one
-    /// deadline, its start; any other list needs [`Self::least_deadline`].
+    /// deadline, its start; any other list needs [`Self::least_on`].
     /// Only for a wheel that never cascades ahead.
     #[inline]
     pub(crate) fn earliest(&self) -> Earliest {
         if self.tables.due != NO_HEADS {
-            return Earliest::Due;
+            return Earliest::Due(self.tables.due);
         }
         match self.next_slot() {
             None => Earliest::Empty,
             Some((0, _, start)) => Earliest::At(start),
-            Some((level, _, start)) => Earliest::InSlot {
+            Some((level, slot, start)) => Earliest::InSlot {
                 start,
                 last: Self::slot_last(start, level),
+                heads: *self.tables.level(level).slot(slot),
             },
         }
     }
 
-    /// The least deadline on the due lists if any is due, else in the
-    /// earliest slot: a walk of those lists, `u64::MAX` if there are none.
-    /// Only for a wheel that never cascades ahead.
-    pub(crate) fn least_deadline(&self) -> u64 {
-        let heads = if self.tables.due != NO_HEADS {
-            self.tables.due
-        } else if let Some((level, slot, _)) = self.next_slot() {
-            *self.tables.level(level).slot(slot)
-        } else {
-            return u64::MAX;
-        };
+    /// The least deadline on the lists `heads` starts (as [`Self::earliest`]
+    /// names them): a walk, `u64::MAX` if they are empty.
+    pub(crate) fn least_on(&self, heads: Heads) -> u64 {
         let mut least = u64::MAX;
         for mut index in heads {
             while index != NIL {
