@@ -1033,29 +1033,25 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
             self.splice_due(cursors);
             return true;
         }
-        if let Some(st) = self.stage.active_mut() {
-            if st.covers(level, slot) {
-                // The levels below are empty now; the staged ones take their
-                // place, and only what was not staged yet is walked below.
-                for (live, staged) in self
-                    .tables
-                    .levels
-                    .iter_mut()
-                    .take(level)
-                    .zip(&mut st.tables.levels)
-                {
-                    debug_assert_eq!(live.occupied, 0, "live level below a cascading slot");
-                    core::mem::swap(live, staged);
-                }
-                self.tables.occupied_levels |= core::mem::take(&mut st.tables.occupied_levels);
-                let due = core::mem::replace(&mut st.tables.due, NO_HEADS);
-                st.finish();
-                self.splice_due(due);
-            } else if !in_order {
-                self.now = self.now.max(target.min(Self::slot_last(start, level)));
+        if let Some(st) = self.stage.active_mut().filter(|st| st.covers(level, slot)) {
+            // The levels below are empty now; the staged ones take their
+            // place, and only what was not staged yet is walked below.
+            for (live, staged) in self
+                .tables
+                .levels
+                .iter_mut()
+                .take(level)
+                .zip(&mut st.tables.levels)
+            {
+                debug_assert_eq!(live.occupied, 0, "live level below a cascading slot");
+                core::mem::swap(live, staged);
             }
+            self.tables.occupied_levels |= core::mem::take(&mut st.tables.occupied_levels);
+            let due = core::mem::replace(&mut st.tables.due, NO_HEADS);
+            st.finish();
+            self.splice_due(due);
         } else if !in_order {
-            self.now = self.now.max(target.min(Self::slot_last(start, level)));
+            self.now = target.min(Self::slot_last(start, level));
         }
         // The lists are walked in lockstep: each one's next link is a load
         // that does not wait for the others', so their misses overlap.

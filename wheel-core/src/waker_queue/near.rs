@@ -189,7 +189,7 @@ impl Near {
     /// `least` is exact again before the waker can be woken.
     #[inline]
     pub(super) fn pop_due(&mut self, now: u64) -> Option<Waker> {
-        if self.least > now || self.taken == 0 {
+        if self.least > now {
             return None;
         }
         // Every entry holds `u64::MAX` when the least is that (`now` is
@@ -206,7 +206,7 @@ impl Near {
 
     /// Sets `least` and its cell with a scan: four running minima, so that
     /// the compares do not wait on each other.
-    pub(super) fn find_least(&mut self) {
+    fn find_least(&mut self) {
         let mut lanes = [(u64::MAX, 0usize); 4];
         // New entries take the lowest vacant cell, so the taken ones sit
         // low: the groups of four above the highest are all vacant.
