@@ -7,8 +7,7 @@ use std::time::Duration;
 use crate::clock::{self, Clock};
 use crate::driver::{Driver, ServiceState};
 use crate::executor::{self, Executor};
-use crate::service::DriverGuard;
-use crate::sync::{thread, Arc, Mutex};
+use crate::sync::thread;
 use crate::TimerService;
 
 /// Configures a [`TimerService`].
@@ -208,13 +207,13 @@ impl Builder {
             self.max_pending,
             self.executor.map(Executor::new),
         );
+        // Held before the driver starts, so that its first look finds a
+        // holder; dropped with the error, it shuts the service down.
+        let service = TimerService::first(&shared);
         let driver = Driver::new(shared.clone(), consumer);
         let join = thread::spawn_named(self.thread_name, move || driver.run())?;
         shared.set_driver(join.thread().clone());
-        let owner = Arc::new(DriverGuard {
-            shared,
-            join: Mutex::new(Some(join)),
-        });
-        Ok(TimerService::of(owner))
+        shared.set_join(join);
+        Ok(service)
     }
 }

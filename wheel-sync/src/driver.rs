@@ -49,6 +49,11 @@
 //!   for its message (however late its producer writes it); every other
 //!   producer gets `Err(Shutdown)`. No timer admitted `Ok` is stranded, and
 //!   the driver's count of the abandoned is exact.
+//! - Holders (see `holders`): every [`DISARM_EVERY`] the driver disarms
+//!   the threads' idle holder counts, and stops the service when it takes
+//!   the last; it never sleeps untimed while the holders' idle flag is set
+//!   (it naps that long instead), and disarms what is idle once more after
+//!   its shutdown fence.
 //! - User code never unwinds into the driver: callbacks, wakers and the
 //!   drops of closures are caught and counted where they run, and a
 //!   cancelled timer's closure is dropped by the cancelling thread.
@@ -63,6 +68,7 @@ use std::time::{Duration, Instant};
 use wheel_core::{BucketWheel, Wheel};
 
 use crate::entry::{EntryRef, CANCELLED, SLOT_OUT};
+use crate::holders::DISARM_EVERY;
 use crate::job::Job;
 use crate::parked;
 use crate::queue::Consumer;
@@ -152,6 +158,9 @@ pub(crate) struct Driver {
     job_batch: Vec<(u64, Job)>,
     /// When the parked messages were last taken.
     last_sweep: Instant,
+    /// When the idle holder counts were last disarmed (by the real clock,
+    /// whatever the service's).
+    last_disarm: Instant,
     /// Rounds in a row that found a submission claimed but not yet written.
     stalled: u32,
     /// The wheel's capacity and length when it was last shrunk.
@@ -188,6 +197,7 @@ impl Driver {
             wakers: Vec::new(),
             job_batch: Vec::with_capacity(FIRE_BATCH),
             last_sweep,
+            last_disarm: Instant::now(),
             stalled: 0,
             shrunk: (0, 0),
         }
@@ -218,6 +228,11 @@ impl Driver {
                 drop_payload(payload);
                 0
             });
+        // After `abandon_all`'s fence: with the holders' own look at the
+        // flag, no idle count stays armed (see `holders`).
+        while self.shared.holders.disarm_idle().is_none() {
+            thread::yield_now();
+        }
         self.shared.count_uncounted();
         unfired
     }
@@ -243,6 +258,9 @@ impl Driver {
             || self.shared.sweep_asked()
         {
             filed += self.sweep(now);
+        }
+        if self.disarm_idle_holders() {
+            return woken;
         }
         DriverStats::bump(&self.shared.stats.rounds, 1);
         DriverStats::raise(&self.shared.stats.max_filed, filed as u64);
@@ -294,6 +312,28 @@ impl Driver {
         }
         self.wheel.shrink_to_fit();
         self.shrunk = (self.wheel.capacity(), len);
+    }
+
+    /// Every [`DISARM_EVERY`], disarms the threads' idle holder counts
+    /// (see `holders`); returns whether that took the last one, and so
+    /// began the shutdown. Under loom, which has no clock, only a driver
+    /// about to sleep with idle counts does (see [`Self::park`]).
+    fn disarm_idle_holders(&mut self) -> bool {
+        let now = Instant::now();
+        if cfg!(loom) || now.saturating_duration_since(self.last_disarm) < DISARM_EVERY {
+            return false;
+        }
+        self.disarm_now().inspect(|_| self.last_disarm = now) == Some(true)
+    }
+
+    /// One sweep of the holder counts, unless another disarmer has them
+    /// (`None`); whether it took the last armed one (and began the shutdown).
+    fn disarm_now(&self) -> Option<bool> {
+        let stopped = self.shared.holders.disarm_idle()?;
+        if stopped {
+            self.shared.begin_shutdown();
+        }
+        Some(stopped)
     }
 
     /// Files every parked message; returns how many.
@@ -394,14 +434,27 @@ impl Driver {
         shared
             .sleeping_until
             .store(wake.unwrap_or(FOREVER), Ordering::Relaxed);
+        // Every sleep but these ends within a RECLAIM_EVERY, and the round
+        // after disarms; under loom every sleep is untimed (it has no clock).
+        let untimed = manual || plan.is_none() || cfg!(loom);
         fence(Ordering::SeqCst);
         let nap = (long && shared.parked.any()).then(|| self.last_sweep + PARKED_NAP);
+        // A thread's holders all gone while others are held: come back to
+        // disarm its count, or the last drop could leave the driver asleep.
+        let holders_idle = untimed && shared.holders.any_idle();
         if self.consumer.is_empty()
             && !shared.sweep_asked.load(Ordering::Relaxed)
             && !shared.shutdown.load(Ordering::Relaxed)
         {
             DriverStats::bump(&shared.stats.wakeups, 1);
             match plan {
+                // Loom has no clock to nap by: disarm now, then a round.
+                _ if holders_idle && cfg!(loom) => {
+                    if self.disarm_now().is_none() {
+                        thread::yield_now();
+                    }
+                }
+                _ if holders_idle => thread::park_timeout(DISARM_EVERY),
                 // A manual clock only `advance` moves (waking the driver as
                 // it does, and every round sweeps there).
                 _ if manual => thread::park(),

@@ -10,14 +10,6 @@ use crate::{Interval, Sleep, Timeout, TimerService};
 
 static GLOBAL: OnceLock<TimerService> = OnceLock::new();
 
-std::thread_local! {
-    /// This thread's clone of the global service: each clone counts the
-    /// handles made through it on a cache line of its own (see
-    /// [`TimerService`]), so threads making sleeps through the free functions
-    /// never contend on one count.
-    static HANDLE: TimerService = TimerService::global().clone();
-}
-
 impl TimerService {
     /// The process-wide service, with the defaults (a 1 ms tick, no pending
     /// limit), started on first use. Its driver thread lives as long as the
@@ -41,14 +33,6 @@ impl TimerService {
     }
 }
 
-/// Runs `f` with this thread's handle on the global service (the global
-/// itself during thread teardown).
-fn with_global<R>(f: impl Fn(&TimerService) -> R) -> R {
-    HANDLE
-        .try_with(&f)
-        .unwrap_or_else(|_| f(TimerService::global()))
-}
-
 /// A future that completes after `delay`, on [`TimerService::global`].
 ///
 /// # Panics
@@ -64,7 +48,7 @@ fn with_global<R>(f: impl Fn(&TimerService) -> R) -> R {
 /// assert!(start.elapsed() >= Duration::from_millis(2));
 /// ```
 pub fn sleep(delay: Duration) -> Sleep {
-    with_global(|s| s.sleep(delay))
+    TimerService::global().sleep(delay)
 }
 
 /// A future that completes at `deadline`, on [`TimerService::global`].
@@ -82,7 +66,7 @@ pub fn sleep(delay: Duration) -> Sleep {
 /// assert!(Instant::now() >= at);
 /// ```
 pub fn sleep_until(deadline: Instant) -> Sleep {
-    with_global(|s| s.sleep_until(deadline))
+    TimerService::global().sleep_until(deadline)
 }
 
 /// Runs `future` with a deadline `delay` from now, on
@@ -141,7 +125,7 @@ pub fn timeout_at<F: Future>(deadline: Instant, future: F) -> Timeout<F> {
 /// assert!(start.elapsed() >= Duration::from_millis(2));
 /// ```
 pub fn interval(period: Duration) -> Interval {
-    with_global(|s| s.interval(period))
+    TimerService::global().interval(period)
 }
 
 /// Ticks at `start` and every `period` after it, on
@@ -160,5 +144,5 @@ pub fn interval(period: Duration) -> Interval {
 /// assert_eq!(rt.block_on(every.tick()), start);
 /// ```
 pub fn interval_at(start: Instant, period: Duration) -> Interval {
-    with_global(|s| s.interval_at(start, period))
+    TimerService::global().interval_at(start, period)
 }

@@ -85,8 +85,10 @@
 //! [`sleep`], [`sleep_until`], [`timeout`], [`timeout_at`], [`interval`]
 //! and [`interval_at`] work on [`TimerService::global`], a service started
 //! on first use that lives as long as the process: what `tokio::time::sleep`
-//! is to a tokio runtime, with no runtime context to enter. Each thread goes through a clone of its own,
-//! so threads making sleeps this way never contend on one handle count.
+//! is to a tokio runtime, with no runtime context to enter. Like every
+//! handle, each sleep counts itself on its own thread's line (see
+//! [`TimerService`]), so threads making sleeps this way never contend on
+//! one count.
 //!
 //! ```
 //! use std::time::Duration;
@@ -137,7 +139,10 @@
 //!
 //! The driver stops when [`TimerService::shutdown`] is called or the last
 //! handle — a `TimerService` clone, a [`TimerHandle`], a `Sleep` or a
-//! `Timeout` — is dropped. The account is exact: every timer scheduled
+//! `Timeout` — is dropped: at once when the last thread to hold one is the
+//! only thread still counted (a one-thread program, or the other threads
+//! that held it have ended), else within about 100 ms, when the driver
+//! finds every thread's count of handles idle. The account is exact: every timer scheduled
 //! `Ok` before `shutdown` returned fired, was cancelled, or is counted in
 //! [`ShutdownReport::unfired`] (its callback dropped unrun, its task
 //! woken), and [`TimerService::pending`] is 0 after; a schedule that races
@@ -185,6 +190,7 @@ mod executor;
 #[cfg(not(loom))]
 mod global;
 mod handle;
+mod holders;
 mod interval;
 mod job;
 mod lateness;

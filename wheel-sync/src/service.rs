@@ -1,5 +1,4 @@
-//! [`TimerService`]: the handle every call goes through, and the guard
-//! that ends the driver when the last handle goes.
+//! [`TimerService`]: the handle every call goes through.
 
 use core::fmt;
 use core::future::Future;
@@ -7,48 +6,26 @@ use std::time::{Duration, Instant};
 
 use crate::driver::ServiceState;
 use crate::entry::{Callback, EntryRef};
-use crate::sync::{thread, Arc, Mutex};
+use crate::holders::ThreadHolders;
+use crate::sync::Arc;
 use crate::{
     job, parked, AdvanceError, Builder, Interval, ScheduleError, ShutdownError, ShutdownReport,
     Sleep, Stats, Timeout, TimerHandle,
 };
 
-/// Ends the driver when the last handle goes.
-pub(crate) struct DriverGuard {
-    pub(crate) shared: Arc<ServiceState>,
-    pub(crate) join: Mutex<Option<thread::JoinHandle<usize>>>,
-}
-
-impl DriverGuard {
-    pub(crate) fn take_join(&self) -> Option<thread::JoinHandle<usize>> {
-        self.join.lock().unwrap_or_else(|e| e.into_inner()).take()
-    }
-}
-
-impl Drop for DriverGuard {
-    fn drop(&mut self) {
-        self.shared.begin_shutdown();
-        let join = self.take_join();
-        // On the driver thread (a callback dropped the last handle) the
-        // driver is already on its way out; it cannot join itself.
-        if !self.shared.on_driver_thread() {
-            if let Some(join) = join {
-                let _ = join.join();
-            }
-        }
-    }
-}
-
 /// A handle to a timer service: cheap to clone, `Send + Sync`.
 ///
 /// The driver stops when [`shutdown`](Self::shutdown) is called or the last
 /// handle is dropped (clones, [`TimerHandle`]s and pending futures all hold
-/// one). See the [crate docs](crate) for the design.
+/// one): at once when the last thread to hold one is the only thread still
+/// counted (a one-thread program, or the others have ended), else within
+/// about 100 ms, when the driver finds every thread's count idle. See the
+/// [crate docs](crate) for the design.
 ///
-/// Each clone counts the handles made through it on a cache line of its
-/// own, so threads that each schedule through their own clone never touch
-/// a shared count; threads sharing one `TimerService` by reference bump one
-/// counter for every [`TimerHandle`], `Sleep` and `Timeout` they make.
+/// Every clone, [`TimerHandle`], `Sleep` and `Timeout` counts itself on a
+/// cache line of its own thread's, found through a thread-local: threads
+/// never contend on a count, however they hold the service (by reference,
+/// a clone per thread or per task, the global functions).
 ///
 /// # Examples
 /// ```
@@ -63,27 +40,23 @@ impl Drop for DriverGuard {
 /// .unwrap();
 /// ```
 pub struct TimerService {
-    group: Arc<HandleGroup>,
-}
-
-/// One `TimerService` value, shared by the handles made through it: what
-/// the handles' reference counting touches. Aligned to a cache line of its
-/// own, so that counting handles on one thread never disturbs another's.
-/// One line, not the pair an adjacent-line prefetcher fetches: the pair
-/// doubled what a clone costs in memory, and threads each counting on
-/// their own clone ran no faster for it.
-#[repr(align(64))]
-struct HandleGroup {
-    /// `guard.shared` again, so that every call reaches it in one hop.
-    shared: Arc<ServiceState>,
-    guard: Arc<DriverGuard>,
+    holder: Arc<ThreadHolders>,
 }
 
 impl Clone for TimerService {
-    /// A new handle on the same service, with a count of its own (see the
-    /// type's docs).
+    /// A new handle on the same service, counted on this thread's line
+    /// (see the type's docs): no allocation, no write to a line another
+    /// thread writes.
     fn clone(&self) -> Self {
-        Self::of(Arc::clone(&self.group.guard))
+        Self {
+            holder: ThreadHolders::hold(&self.holder.service),
+        }
+    }
+}
+
+impl Drop for TimerService {
+    fn drop(&mut self) {
+        self.holder.leave();
     }
 }
 
@@ -124,24 +97,15 @@ impl TimerService {
         Builder::default()
     }
 
-    pub(crate) fn of(guard: Arc<DriverGuard>) -> Self {
+    /// The first handle on a service just built.
+    pub(crate) fn first(service: &Arc<ServiceState>) -> Self {
         Self {
-            group: Arc::new(HandleGroup {
-                shared: Arc::clone(&guard.shared),
-                guard,
-            }),
-        }
-    }
-
-    /// Another reference to this very value, for a handle made through it.
-    pub(crate) fn share(&self) -> Self {
-        Self {
-            group: Arc::clone(&self.group),
+            holder: ThreadHolders::first(service),
         }
     }
 
     pub(crate) fn shared(&self) -> &ServiceState {
-        &self.group.shared
+        &self.holder.service
     }
 
     /// Runs `f` on the driver thread once `delay` has passed (or hands it
@@ -288,7 +252,7 @@ impl TimerService {
         let (entry, message) = EntryRef::new(tick, Callback::new(f));
         shared.hand_over(message, tick, far);
         Ok(TimerHandle {
-            service: self.share(),
+            service: self.clone(),
             entry: entry.erase(),
         })
     }
@@ -307,7 +271,7 @@ impl TimerService {
     /// ```
     pub fn sleep(&self, delay: Duration) -> Sleep {
         let (deadline, tick) = self.shared().clock.deadline_after(delay);
-        Sleep::new(self.share(), deadline, tick, delay >= parked::PARK_MIN)
+        Sleep::new(self.clone(), deadline, tick, delay >= parked::PARK_MIN)
     }
 
     /// A future that completes at `deadline`.
@@ -329,7 +293,7 @@ impl TimerService {
 
     /// A sleep until `deadline`, whose tick is `tick`.
     pub(crate) fn sleep_at_tick(&self, deadline: Instant, tick: u64) -> Sleep {
-        Sleep::new(self.share(), deadline, tick, false)
+        Sleep::new(self.clone(), deadline, tick, false)
     }
 
     /// Runs `future` with a deadline `delay` from now.
@@ -534,11 +498,7 @@ impl TimerService {
         if self.shared().on_driver_thread() {
             return Err(ShutdownError::FromCallback);
         }
-        let join = self
-            .group
-            .guard
-            .take_join()
-            .ok_or(ShutdownError::AlreadyShutDown)?;
+        let join = (self.shared().take_join()).ok_or(ShutdownError::AlreadyShutDown)?;
         self.shared().begin_shutdown();
         // The driver leaves its count behind before it ends, so nothing it
         // could meet after (a panicking drop of the user's) can lose it.

@@ -20,6 +20,7 @@
 use std::time::{Duration, Instant};
 
 use loom::sync::atomic::{AtomicUsize, Ordering};
+use loom::sync::mpsc::{self, Receiver};
 use loom::sync::Arc;
 use loom::thread;
 use wheel_sync::{ScheduleError, ShutdownReport, TimerService};
@@ -199,11 +200,14 @@ fn sleep_wake_is_not_lost() {
 fn sleeps_fired_together_all_complete() {
     // Fired in one round, one task is woken by the driver and wakes the
     // other when it polls; fired in two, each is woken by the driver.
+    // Both sleeps are made here, so the other thread holds nothing of its
+    // own: the holders' protocol has models of its own below, and here it
+    // would only multiply the interleavings of this one.
     model(|| {
         let timers = TimerService::new();
         let other = {
-            let timers = timers.clone();
-            thread::spawn(move || loom::future::block_on(timers.sleep_until(past())))
+            let sleep = timers.sleep_until(past());
+            thread::spawn(move || loom::future::block_on(sleep))
         };
         loom::future::block_on(timers.sleep_until(past()));
         other.join().unwrap();
@@ -415,5 +419,84 @@ fn the_accounting_adds_up_whatever_the_shutdown_races() {
         let fired = ran.load(Ordering::SeqCst);
         assert_eq!(fired + cancelled + report.unfired, scheduled);
         assert_eq!(timers.pending(), 0);
+    });
+}
+
+/// A service whose detached callback, an hour away, sends on `ended` when
+/// the service ends and drops it (a wait that blocks rather than spins:
+/// the driver has a long way to go in these models); and a holder counted
+/// on another thread, which has ended: only the driver (or a shutdown) can
+/// disarm that count once idle.
+fn service_and_a_holder_from_a_thread_gone() -> (TimerService, TimerService, Receiver<()>) {
+    let timers = TimerService::new();
+    let (tx, ended) = mpsc::channel();
+    let signal = SendOnDrop(tx);
+    timers
+        .schedule_detached(HOUR, move || drop(signal))
+        .unwrap();
+    let source = timers.clone();
+    let theirs = thread::spawn(move || source.clone()).join().unwrap();
+    (timers, theirs, ended)
+}
+
+struct SendOnDrop(mpsc::Sender<()>);
+
+impl Drop for SendOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.send(());
+    }
+}
+
+/// The holders' untimed-sleep handshake: a thread's count going idle while
+/// the driver decides to sleep untimed is seen by one of them, so the
+/// driver disarms it and the service ends once the last holder goes.
+/// Fails (the driver sleeps for good: a deadlock) without the fence in
+/// `ThreadHolders::left_idle`.
+#[test]
+fn a_count_going_idle_while_the_driver_sleeps_still_lets_the_service_end() {
+    model(|| {
+        let (mine, theirs, ended) = service_and_a_holder_from_a_thread_gone();
+        drop(theirs);
+        drop(mine);
+        ended.recv().unwrap();
+    });
+}
+
+/// A thread holding the service again while the driver disarms its idle
+/// count: the count ends armed and counted, so another thread's last drop
+/// does not end the service under it. Fails when the disarm is a load and
+/// a store instead of one compare-exchange.
+#[test]
+fn holding_again_while_the_driver_disarms_keeps_the_service_running() {
+    model(|| {
+        let (source, theirs, ended) = service_and_a_holder_from_a_thread_gone();
+        let holder = thread::spawn(move || {
+            drop(source.clone());
+            let again = source.clone();
+            drop(source);
+            let ran = again.schedule_detached(HOUR, || ());
+            assert_eq!(ran, Ok(()), "the service ended under a holder");
+        });
+        drop(theirs);
+        holder.join().unwrap();
+        ended.recv().unwrap();
+    });
+}
+
+/// After a shutdown no idle count stays armed: a holder letting go while
+/// the driver ends either sees the flag and disarms its count, or the
+/// driver's last look finds the count idle. Else the counts' list, which
+/// refers to the service, keeps it alive, and loom reports the leak.
+/// Fails without the fence in `ThreadHolders::left_idle`.
+#[test]
+fn holders_letting_go_as_the_service_shuts_down_free_it() {
+    model(|| {
+        let (mine, theirs, ended) = service_and_a_holder_from_a_thread_gone();
+        let letting_go = thread::spawn(move || drop(theirs));
+        mine.shutdown().unwrap();
+        ended
+            .try_recv()
+            .expect("shutdown returned before its abandons");
+        letting_go.join().unwrap();
     });
 }

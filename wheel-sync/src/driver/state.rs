@@ -10,6 +10,7 @@ use crate::caught::take_uncounted;
 use crate::clock::Clock;
 use crate::entry::{self, EntryRef};
 use crate::executor::Executor;
+use crate::holders::Holders;
 use crate::job::Job;
 use crate::lateness::Histogram;
 use crate::parked::Slots;
@@ -36,6 +37,11 @@ pub(crate) struct ServiceState {
     pub(super) shutdown: AtomicBool,
     /// Set by the spawner before any handle exists.
     driver: Mutex<Option<thread::Thread>>,
+    /// Taken by whoever waits for the driver to end (a shutdown, or the
+    /// last holder's drop).
+    join: Mutex<Option<thread::JoinHandle<usize>>>,
+    /// Who holds the service, thread by thread (see `holders`).
+    pub(crate) holders: Holders,
     /// On a line of its own: the driver writes it as it files and fires,
     /// and every `schedule` reads the fields above (a shared line cost 5–8 %
     /// of a producer's time in a 4M-timer burst).
@@ -109,6 +115,8 @@ impl ServiceState {
             sweep_asked: AtomicBool::new(false),
             shutdown: AtomicBool::new(false),
             driver: Mutex::new(None),
+            join: Mutex::new(None),
+            holders: Holders::new(),
             stats: CachePadded::default(),
             relay: Relay::new(),
             caught_up: AtomicU64::new(0),
@@ -123,6 +131,29 @@ impl ServiceState {
 
     pub(crate) fn set_driver(&self, driver: thread::Thread) {
         *self.driver.lock().unwrap_or_else(|e| e.into_inner()) = Some(driver);
+    }
+
+    /// The driver thread, to wait for it to end.
+    pub(crate) fn set_join(&self, join: thread::JoinHandle<usize>) {
+        *self.join.lock().unwrap_or_else(|e| e.into_inner()) = Some(join);
+    }
+
+    /// The driver thread, for the one caller that waits for it to end.
+    pub(crate) fn take_join(&self) -> Option<thread::JoinHandle<usize>> {
+        self.join.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+
+    /// Ends the service once it has no holder left: shuts it down and,
+    /// off the driver thread (where a callback dropped the last holder, and
+    /// the driver is already on its way out), waits for the driver to end.
+    pub(crate) fn stop(&self) {
+        self.begin_shutdown();
+        if self.on_driver_thread() {
+            return;
+        }
+        if let Some(join) = self.take_join() {
+            let _ = join.join();
+        }
     }
 
     pub(crate) fn stats(&self) -> &DriverStats {
@@ -332,6 +363,11 @@ impl ServiceState {
         }
     }
 
+    /// Unparks the driver if it sleeps (see [`Self::wake_driver_if`]).
+    pub(crate) fn wake_sleeping_driver(&self) {
+        self.wake_driver_if(|_| true);
+    }
+
     /// Backpressure: when more than [`BACKLOG_HIGH`] submissions wait, the
     /// producer wakes the driver and yields to it until half are filed (or
     /// it has yielded [`THROTTLE_YIELDS`] times, should the driver be stuck
@@ -423,7 +459,7 @@ impl ServiceState {
         Ok(())
     }
 
-    pub(super) fn unpark_driver(&self) {
+    pub(crate) fn unpark_driver(&self) {
         if let Some(driver) = &*self.driver.lock().unwrap_or_else(|e| e.into_inner()) {
             driver.unpark();
         }

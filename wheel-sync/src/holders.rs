@@ -1,0 +1,292 @@
+//! Who holds a service: every `TimerService` value, `TimerHandle`, `Sleep`
+//! and `Timeout` counts itself in its thread's count of holders, found
+//! through a thread-local, so that no two threads count on one line however
+//! the caller holds the service (shared by reference, a clone per task, the
+//! global functions). The driver runs while some count is armed.
+//!
+//! # Ground rules
+//!
+//! - A thread's count is a word: holders (in steps of [`HOLDER`]) and the
+//!   [`ARMED`] bit. A thread adds holders only to its own count; a holder
+//!   that moved to another thread leaves from there.
+//! - `Holders::armed` counts the armed counts. A count with holders is
+//!   armed: a holder arms its count if it finds it disarmed, and can, since
+//!   it was made from another holder, whose own count is armed all along;
+//!   so `armed` cannot reach zero meanwhile. When it does reach zero there
+//!   is no holder left anywhere, none can be made, and the service stops.
+//! - Disarming is a compare-exchange from exactly `ARMED` (no holders) to
+//!   zero, so it loses to any holder that arrives; disarmers take the list's
+//!   lock, so whoever takes `armed` to zero is the one that ends the
+//!   service, and a disarmer that lost the exchange to that one sees it.
+//! - Who disarms an idle count: the holder that empties it, if it is the
+//!   only armed count (a one-thread program stops its driver when its last
+//!   holder goes, at once), or once the service is shut down; a thread
+//!   exiting, its idle counts; and the driver, every idle count it finds
+//!   every [`DISARM_EVERY`] while awake. So when every thread has let go
+//!   but some still run, the driver stops within about that long.
+//! - The driver never sleeps untimed while an idle count may be armed (it
+//!   could sleep forever with nobody left to wake it): `Holders::idle` says
+//!   one may be. A sweep clears the flag (a swap, so it is ordered after
+//!   every setting), fences, then disarms what is idle. A holder that
+//!   empties its count fences, then reads the flag: set, the sweep to come
+//!   finds the count; clear, the holder sets it, fences and wakes the
+//!   driver if it sleeps (once per sweep, whoever sets it): the park
+//!   handshake of a submission. The driver reads the flag after its plan
+//!   and fence, and naps [`DISARM_EVERY`] instead when it is set; it
+//!   takes no lock between its plan and its sleep, and sweeps with
+//!   `try_lock`, leaving a busy list for its next round.
+//! - At shutdown the driver stores the flag, fences, then disarms every
+//!   idle count; a holder that empties its count fences, then reads the
+//!   flag and disarms its own. So after a shutdown no idle count stays
+//!   armed, and the last holder's drop frees the service (the list of
+//!   counts, whose counts refer to the service, is cleared by whoever takes
+//!   `armed` to zero).
+//! - Under loom (no clock) every sleep counts as untimed, a driver that
+//!   finds the flag set sweeps at once instead of napping, and a thread's
+//!   exit leaves its counts to the driver (loom's locks do not work in
+//!   thread-local destructors). The models in `tests/loom_service.rs`
+//!   check each exchange above.
+
+use core::cell::RefCell;
+use core::mem;
+use std::sync::TryLockError;
+use std::time::Duration;
+
+use crossbeam_utils::CachePadded;
+
+use crate::driver::ServiceState;
+use crate::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering};
+use crate::sync::{Arc, Mutex};
+
+/// The count's bit for "armed: keeps the driver running".
+const ARMED: usize = 1;
+/// One holder in a count.
+const HOLDER: usize = 2;
+/// How often an awake driver disarms the idle counts.
+pub(crate) const DISARM_EVERY: Duration = crate::driver::RECLAIM_EVERY;
+
+/// One thread's holders of one service. A line of its own, so that the
+/// holders of one thread never disturb another's.
+#[repr(align(64))]
+pub(crate) struct ThreadHolders {
+    count: AtomicUsize,
+    pub(crate) service: Arc<ServiceState>,
+}
+
+/// The counts of a service's holders, thread by thread.
+pub(crate) struct Holders {
+    /// Armed counts.
+    armed: CachePadded<AtomicUsize>,
+    /// Some count may be armed with no holders since the driver last
+    /// disarmed the idle ones.
+    idle: AtomicBool,
+    /// Every count made for the service, until it stops.
+    threads: Mutex<Vec<Arc<ThreadHolders>>>,
+}
+
+#[cfg(not(loom))]
+std::thread_local! {
+    /// This thread's counts, one per service it holds or held.
+    static THIS_THREAD: ThisThread = const { ThisThread(RefCell::new(Vec::new())) };
+}
+
+// loom's takes no `const` initialiser.
+#[cfg(loom)]
+loom::thread_local! {
+    static THIS_THREAD: ThisThread = ThisThread(RefCell::new(Vec::new()));
+}
+
+struct ThisThread(RefCell<Vec<Arc<ThreadHolders>>>);
+
+impl Drop for ThisThread {
+    /// The thread makes no more holders: its idle counts need not wait for
+    /// the driver to disarm them.
+    fn drop(&mut self) {
+        for counted in mem::take(self.0.get_mut()) {
+            // loom runs thread-local destructors where its locks do not
+            // work; there the driver disarms what the thread left.
+            if !cfg!(loom) && counted.count.load(Ordering::Relaxed) == ARMED {
+                // Not waiting for the driver: a thread's teardown is no
+                // place to block (nor to ask which thread this is).
+                counted.disarm(false);
+            }
+        }
+    }
+}
+
+impl Holders {
+    pub(crate) fn new() -> Self {
+        Self {
+            armed: CachePadded::new(AtomicUsize::new(0)),
+            idle: AtomicBool::new(false),
+            threads: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// A count for this thread, listed.
+    fn add(service: &Arc<ServiceState>) -> Arc<ThreadHolders> {
+        let counted = Arc::new(ThreadHolders {
+            count: AtomicUsize::new(0),
+            service: Arc::clone(service),
+        });
+        let holders = &service.holders;
+        let mut threads = holders.threads.lock().unwrap_or_else(|e| e.into_inner());
+        threads.push(Arc::clone(&counted));
+        counted
+    }
+
+    /// The driver's sweep: disarms every idle count and forgets the counts
+    /// nothing else refers to (their threads have gone). Returns whether it
+    /// took the last armed count, so the service stops; `None` if another
+    /// disarmer has the list, so the driver looks again later rather than
+    /// wait (under loom, an unpark would also end that wait, which its
+    /// locks do not allow).
+    pub(crate) fn disarm_idle(&self) -> Option<bool> {
+        let mut threads = match self.threads.try_lock() {
+            Ok(threads) => threads,
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => return None,
+        };
+        // Cleared first: a count going idle after the look below finds the
+        // flag cleared and sets it again (see `ThreadHolders::left_idle`).
+        // A swap, not a store, so that the clearing is ordered after every
+        // setting so far, the last one included.
+        self.idle.swap(false, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+        let mut stopped = false;
+        threads.retain_mut(|counted| {
+            stopped |= self.disarm_locked(counted);
+            // Only the list refers to it, and only the list's lock hands out
+            // new references: nobody can arm it again. `get_mut` acquires
+            // what the other references did before they went, so the count
+            // read is their last (a plain look at the counts could see a
+            // count the thread has since armed).
+            Arc::get_mut(counted).is_none_or(|c| c.count.load(Ordering::Relaxed) != 0)
+        });
+        let forgotten = if stopped {
+            mem::take(&mut *threads)
+        } else {
+            Vec::new()
+        };
+        drop(threads);
+        drop(forgotten);
+        Some(stopped)
+    }
+
+    /// Whether some armed count may have no holders: the driver's check
+    /// before it sleeps untimed. A flag, not a look at the counts: the
+    /// driver takes no lock between its plan and its sleep (under loom, a
+    /// wait for a lock would also lose a wake-up).
+    pub(crate) fn any_idle(&self) -> bool {
+        self.idle.load(Ordering::Relaxed)
+    }
+
+    /// Disarms `counted` if it has no holders; whether that took `armed`
+    /// to zero. The caller holds the list's lock.
+    fn disarm_locked(&self, counted: &ThreadHolders) -> bool {
+        counted
+            .count
+            .compare_exchange(ARMED, 0, Ordering::SeqCst, Ordering::Relaxed)
+            .is_ok()
+            && self.armed.fetch_sub(1, Ordering::SeqCst) == 1
+    }
+}
+
+impl ThreadHolders {
+    /// The service's first holder, on the thread that built it.
+    pub(crate) fn first(service: &Arc<ServiceState>) -> Arc<Self> {
+        Self::hold(service)
+    }
+
+    /// A new holder of `service`, counted in this thread's count.
+    pub(crate) fn hold(service: &Arc<ServiceState>) -> Arc<Self> {
+        let found = THIS_THREAD.try_with(|this| {
+            // Not borrowed unless a drop run below makes a holder itself.
+            let mut counts = this.0.try_borrow_mut().ok()?;
+            if let Some(counted) = counts.iter().find(|c| Arc::ptr_eq(&c.service, service)) {
+                return Some(Arc::clone(counted));
+            }
+            // Forget the services that have shut down: they need no
+            // holders from this thread, and would be kept alive for it.
+            counts.retain(|counted| !counted.service.is_shutdown());
+            let counted = Holders::add(service);
+            counts.push(Arc::clone(&counted));
+            Some(counted)
+        });
+        // During the thread's teardown: a count of its own, listed only.
+        let counted = found
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| Holders::add(service));
+        counted.join();
+        counted
+    }
+
+    fn join(&self) {
+        let was = self.count.fetch_add(HOLDER, Ordering::Relaxed);
+        if was & ARMED == 0 {
+            self.arm();
+        }
+    }
+
+    /// Arms a count that had no holders and was disarmed.
+    #[cold]
+    fn arm(&self) {
+        if self.count.fetch_or(ARMED, Ordering::SeqCst) & ARMED == 0 {
+            self.service.holders.armed.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// A holder goes.
+    pub(crate) fn leave(&self) {
+        let was = self.count.fetch_sub(HOLDER, Ordering::SeqCst);
+        if was < 2 * HOLDER {
+            self.left_idle();
+        }
+    }
+
+    /// The count has no holders left (see the ground rules).
+    #[cold]
+    fn left_idle(&self) {
+        let service = &*self.service;
+        let holders = &service.holders;
+        fence(Ordering::SeqCst);
+        if service.is_shutdown() || holders.armed.load(Ordering::Relaxed) == 1 {
+            self.disarm(true);
+            return;
+        }
+        // The driver's next look at the counts comes after it clears the
+        // flag and fences: a flag still set (read after the fence above)
+        // means that look is to come, and will find this count. Whoever
+        // sets it again wakes the driver, once per look however many
+        // threads go idle, so a driver asleep for good comes to look.
+        if !holders.idle.load(Ordering::Relaxed) && !holders.idle.swap(true, Ordering::Relaxed) {
+            // The park handshake's producer half: an awake driver reads the
+            // flag after its plan, a sleeping one is woken.
+            fence(Ordering::SeqCst);
+            service.wake_sleeping_driver();
+        }
+    }
+
+    /// Disarms this count if it has no holders, and ends the service if no
+    /// count is left armed; if `wait`, waits for its driver to end (off the
+    /// driver's thread).
+    fn disarm(&self, wait: bool) {
+        let holders = &self.service.holders;
+        let mut threads = holders.threads.lock().unwrap_or_else(|e| e.into_inner());
+        let stopped = holders.disarm_locked(self);
+        let forgotten = if stopped {
+            mem::take(&mut *threads)
+        } else {
+            Vec::new()
+        };
+        let stopped = stopped || holders.armed.load(Ordering::SeqCst) == 0;
+        drop(threads);
+        drop(forgotten);
+        if stopped && wait {
+            self.service.stop();
+        } else if stopped {
+            self.service.begin_shutdown();
+        }
+    }
+}
