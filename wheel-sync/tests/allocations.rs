@@ -1,6 +1,6 @@
 //! A steady request-timeout loop — schedule a callback a second out, the
-//! reply comes, cancel it; or a `Sleep` made, polled and dropped —
-//! allocates nothing once warm, on the calling thread or the driver: the
+//! reply comes, cancel it; or a `Sleep` made, polled and dropped; each
+//! through a fresh clone of the service — allocates nothing once warm, on the calling thread or the driver: the
 //! entry's block is recycled by the thread that frees it, and the timer
 //! never leaves its parking slot. Counted by a global allocator; this
 //! binary holds this one test, so no other test allocates meanwhile.
@@ -46,6 +46,9 @@ fn allocations_in(timers: &TimerService, n: usize) -> usize {
     let mut cx = Context::from_waker(Waker::noop());
     let before = ALLOCATIONS.load(SeqCst);
     for i in 0..n {
+        // Through a fresh clone, as a handle cloned into each task: a
+        // clone counts on this thread's line, allocating nothing.
+        let timers = timers.clone();
         let handle = timers.schedule(second, move || assert!(i < n)).unwrap();
         assert!(handle.cancel());
         let mut sleep = timers.sleep(second);

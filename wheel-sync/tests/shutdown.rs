@@ -230,6 +230,37 @@ fn a_handle_made_through_a_clone_keeps_the_service_alive() {
     );
 }
 
+/// Threads that held the service by reference and let go, but still run:
+/// their counts are idle, not gone, and the driver disarms them, so the
+/// last drop elsewhere still ends it (within a sweep or two, not at once).
+#[cfg(target_os = "linux")]
+#[test]
+fn threads_that_let_go_but_still_run_do_not_keep_the_service_alive() {
+    use std::sync::Barrier;
+    let (name, timers) = named_service();
+    let timers = Arc::new(timers);
+    let (done, finish) = (Arc::new(Barrier::new(3)), Arc::new(Barrier::new(3)));
+    let threads: Vec<_> = (0..2)
+        .map(|_| {
+            let (timers, done, finish) = (timers.clone(), done.clone(), finish.clone());
+            std::thread::spawn(move || {
+                let handle = timers.schedule(HOUR, || ()).unwrap();
+                let sleep = timers.sleep(HOUR);
+                assert!(handle.cancel());
+                drop((handle, sleep, timers));
+                done.wait();
+                finish.wait();
+            })
+        })
+        .collect();
+    done.wait();
+    drop(timers);
+    let gone = wait_until(|| threads_named(&name) == 0);
+    finish.wait();
+    threads.into_iter().for_each(|t| t.join().unwrap());
+    assert!(gone, "the driver outlived its last handle while idle threads ran");
+}
+
 /// A pending `Sleep` is a handle: its entry sits in the driver's wheel,
 /// but only the `Sleep` holds the service, so the driver runs while the
 /// `Sleep` lives and ends when it drops.
