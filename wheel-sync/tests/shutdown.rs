@@ -258,7 +258,10 @@ fn threads_that_let_go_but_still_run_do_not_keep_the_service_alive() {
     let gone = wait_until(|| threads_named(&name) == 0);
     finish.wait();
     threads.into_iter().for_each(|t| t.join().unwrap());
-    assert!(gone, "the driver outlived its last handle while idle threads ran");
+    assert!(
+        gone,
+        "the driver outlived its last handle while idle threads ran"
+    );
 }
 
 /// A pending `Sleep` is a handle: its entry sits in the driver's wheel,
