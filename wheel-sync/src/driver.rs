@@ -434,8 +434,8 @@ impl Driver {
         shared
             .sleeping_until
             .store(wake.unwrap_or(FOREVER), Ordering::Relaxed);
-        // Every sleep but these ends within a RECLAIM_EVERY, and the round
-        // after disarms; under loom every sleep is untimed (it has no clock).
+        // Every sleep but these ends within a RECLAIM_EVERY, and a round
+        // after that disarms; under loom every sleep is untimed (no clock).
         let untimed = manual || plan.is_none() || cfg!(loom);
         fence(Ordering::SeqCst);
         let nap = (long && shared.parked.any()).then(|| self.last_sweep + PARKED_NAP);
@@ -454,14 +454,14 @@ impl Driver {
                         thread::yield_now();
                     }
                 }
-                _ if holders_idle => thread::park_timeout(DISARM_EVERY),
                 // A manual clock only `advance` moves (waking the driver as
                 // it does, and every round sweeps there).
-                _ if manual => thread::park(),
+                _ if manual && !holders_idle => thread::park(),
                 // Idle: nothing can come due, so nothing to reclaim either.
-                None if nap.is_none() => thread::park(),
+                None if nap.is_none() && !holders_idle => thread::park(),
                 _ => {
-                    // Timers pending, or a nap for parked ones: wake by then.
+                    // Timers pending, a nap for parked ones, or idle holder
+                    // counts to disarm (a RECLAIM_EVERY): wake by then.
                     let at = (wake.and_then(|tick| shared.clock.instant_of(tick)))
                         .map_or(cap, |due| due.min(cap));
                     let at = nap.map_or(at, |nap| nap.min(at));

@@ -9,6 +9,10 @@
 //! - A thread's count is a word: holders (in steps of [`HOLDER`]) and the
 //!   [`ARMED`] bit. A thread adds holders only to its own count; a holder
 //!   that moved to another thread leaves from there.
+//! - A count belongs to the service's list and to its holders; a thread
+//!   keeps only a weak reference to its own (a strong one under loom, which
+//!   has no `Weak`), so a stopped service is freed while the threads that
+//!   held it run on.
 //! - `Holders::armed` counts the armed counts. A count with holders is
 //!   armed: a holder arms its count if it finds it disarmed, and can, since
 //!   it was made from another holder, whose own count is armed all along;
@@ -65,11 +69,12 @@ const HOLDER: usize = 2;
 /// How often an awake driver disarms the idle counts.
 pub(crate) const DISARM_EVERY: Duration = crate::driver::RECLAIM_EVERY;
 
-/// One thread's holders of one service. A line of its own, so that the
-/// holders of one thread never disturb another's.
-#[repr(align(64))]
+/// One thread's holders of one service.
 pub(crate) struct ThreadHolders {
-    count: AtomicUsize,
+    /// On a line of its own: the holders of one thread never disturb
+    /// another's, nor the threads that read `service` through a handle this
+    /// thread made.
+    count: CachePadded<AtomicUsize>,
     pub(crate) service: Arc<ServiceState>,
 }
 
@@ -80,7 +85,8 @@ pub(crate) struct Holders {
     /// Some count may be armed with no holders since the driver last
     /// disarmed the idle ones.
     idle: AtomicBool,
-    /// Every count made for the service, until it stops.
+    /// Every count made for the service, until it stops; a sweep forgets
+    /// those of threads that have gone.
     threads: Mutex<Vec<Arc<ThreadHolders>>>,
 }
 
@@ -96,18 +102,68 @@ loom::thread_local! {
     static THIS_THREAD: ThisThread = ThisThread(RefCell::new(Vec::new()));
 }
 
-struct ThisThread(RefCell<Vec<Arc<ThreadHolders>>>);
+/// This thread's counts, each by the address of its service.
+struct ThisThread(RefCell<Vec<(*const ServiceState, Kept)>>);
+
+/// What a thread keeps of its count: a weak reference, so that a thread
+/// that once held a service does not keep the service (and what the user
+/// gave it, such as an executor's channel) alive once the service stops.
+/// loom has no `Weak`; there it is a strong one, dropped as the model's
+/// thread ends.
+#[cfg(not(loom))]
+type Kept = std::sync::Weak<ThreadHolders>;
+#[cfg(loom)]
+type Kept = Arc<ThreadHolders>;
+
+#[cfg(not(loom))]
+fn keep(counted: &Arc<ThreadHolders>) -> Kept {
+    Arc::downgrade(counted)
+}
+
+#[cfg(loom)]
+fn keep(counted: &Arc<ThreadHolders>) -> Kept {
+    Arc::clone(counted)
+}
+
+/// The count, if its service still lists it.
+#[cfg(not(loom))]
+fn kept(kept: &Kept) -> Option<Arc<ThreadHolders>> {
+    kept.upgrade()
+}
+
+#[cfg(loom)]
+fn kept(kept: &Kept) -> Option<Arc<ThreadHolders>> {
+    Some(Arc::clone(kept))
+}
+
+/// Whether the count's service is listed and not shut down.
+#[cfg(not(loom))]
+fn running(kept: &Kept) -> bool {
+    kept.upgrade()
+        .is_some_and(|counted| !counted.service.is_shutdown())
+}
+
+#[cfg(loom)]
+fn running(kept: &Kept) -> bool {
+    !kept.service.is_shutdown()
+}
 
 impl Drop for ThisThread {
     /// The thread makes no more holders: its idle counts need not wait for
     /// the driver to disarm them.
     fn drop(&mut self) {
-        for counted in mem::take(self.0.get_mut()) {
-            // loom runs thread-local destructors where its locks do not
-            // work; there the driver disarms what the thread left.
-            if !cfg!(loom) && counted.count.load(Ordering::Relaxed) == ARMED {
+        // loom runs thread-local destructors where its locks do not work;
+        // there the driver disarms what the thread left.
+        if cfg!(loom) {
+            return;
+        }
+        for (_, counted) in mem::take(self.0.get_mut()) {
+            let Some(counted) = kept(&counted) else {
+                continue;
+            };
+            if counted.count.load(Ordering::Relaxed) == ARMED {
                 // Not waiting for the driver: a thread's teardown is no
-                // place to block (nor to ask which thread this is).
+                // place to block.
                 counted.disarm(false);
             }
         }
@@ -126,7 +182,7 @@ impl Holders {
     /// A count for this thread, listed.
     fn add(service: &Arc<ServiceState>) -> Arc<ThreadHolders> {
         let counted = Arc::new(ThreadHolders {
-            count: AtomicUsize::new(0),
+            count: CachePadded::new(AtomicUsize::new(0)),
             service: Arc::clone(service),
         });
         let holders = &service.holders;
@@ -149,8 +205,9 @@ impl Holders {
         };
         // Cleared first: a count going idle after the look below finds the
         // flag cleared and sets it again (see `ThreadHolders::left_idle`).
-        // A swap, not a store, so that the clearing is ordered after every
-        // setting so far, the last one included.
+        // A swap, not a store: the fences order a store as well, but loom,
+        // whose order of stores is only as strong as what each thread has
+        // seen, needs the clearing ordered after the settings so far.
         self.idle.swap(false, Ordering::Relaxed);
         fence(Ordering::SeqCst);
         let mut stopped = false;
@@ -203,17 +260,22 @@ impl ThreadHolders {
         let found = THIS_THREAD.try_with(|this| {
             // Not borrowed unless a drop run below makes a holder itself.
             let mut counts = this.0.try_borrow_mut().ok()?;
-            if let Some(counted) = counts.iter().find(|c| Arc::ptr_eq(&c.service, service)) {
-                return Some(Arc::clone(counted));
+            let key = Arc::as_ptr(service);
+            // A live count at the service's address is the service's: the
+            // count keeps the service, so the address is not reused.
+            let found = counts.iter().find(|(at, _)| *at == key);
+            if let Some(counted) = found.and_then(|(_, counted)| kept(counted)) {
+                return Some(counted);
             }
-            // Forget the services that have shut down: they need no
-            // holders from this thread, and would be kept alive for it.
-            counts.retain(|counted| !counted.service.is_shutdown());
+            // Forget the counts of services that have stopped (their count
+            // is gone) or shut down: they need no holders from this thread.
+            counts.retain(|(_, counted)| running(counted));
             let counted = Holders::add(service);
-            counts.push(Arc::clone(&counted));
+            counts.push((key, keep(&counted)));
             Some(counted)
         });
-        // During the thread's teardown: a count of its own, listed only.
+        // During the thread's teardown, or from a drop run above: a count
+        // of its own, listed only.
         let counted = found
             .ok()
             .flatten()
@@ -245,8 +307,8 @@ impl ThreadHolders {
         }
     }
 
-    /// The count has no holders left (see the ground rules).
-    #[cold]
+    /// The count has no holders left (see the ground rules): on every drop
+    /// that empties a thread's count, so not rare.
     fn left_idle(&self) {
         let service = &*self.service;
         let holders = &service.holders;

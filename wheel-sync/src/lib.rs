@@ -141,8 +141,9 @@
 //! handle — a `TimerService` clone, a [`TimerHandle`], a `Sleep` or a
 //! `Timeout` — is dropped: at once when the last thread to hold one is the
 //! only thread still counted (a one-thread program, or the other threads
-//! that held it have ended), else within about 100 ms, when the driver
-//! finds every thread's count of handles idle. The account is exact: every timer scheduled
+//! that held it have ended; the driver's own thread counts if callbacks
+//! made handles), else within 100–200 ms, when the driver finds every
+//! thread's count of handles idle. The account is exact: every timer scheduled
 //! `Ok` before `shutdown` returned fired, was cancelled, or is counted in
 //! [`ShutdownReport::unfired`] (its callback dropped unrun, its task
 //! woken), and [`TimerService::pending`] is 0 after; a schedule that races

@@ -18,8 +18,9 @@ use crate::{
 /// The driver stops when [`shutdown`](Self::shutdown) is called or the last
 /// handle is dropped (clones, [`TimerHandle`]s and pending futures all hold
 /// one): at once when the last thread to hold one is the only thread still
-/// counted (a one-thread program, or the others have ended), else within
-/// about 100 ms, when the driver finds every thread's count idle. See the
+/// counted (a one-thread program, or the others have ended; the driver's
+/// own thread counts if callbacks made handles), else within 100–200 ms,
+/// when the driver finds every thread's count idle. See the
 /// [crate docs](crate) for the design.
 ///
 /// Every clone, [`TimerHandle`], `Sleep` and `Timeout` counts itself on a
@@ -45,8 +46,9 @@ pub struct TimerService {
 
 impl Clone for TimerService {
     /// A new handle on the same service, counted on this thread's line
-    /// (see the type's docs): no allocation, no write to a line another
-    /// thread writes.
+    /// (see the type's docs): no allocation but a thread's first, and no
+    /// write to a line another thread writes (but for a handle dropped on
+    /// another thread than it was made on).
     fn clone(&self) -> Self {
         Self {
             holder: ThreadHolders::hold(&self.holder.service),

@@ -141,3 +141,36 @@ fn callbacks_the_executor_drops_are_counted_unrun_at_shutdown() {
     let report = timers.shutdown().unwrap();
     assert_eq!((report.unfired, report.unrun), (1, 3));
 }
+
+/// The service gives up the executor when it ends, though the threads that
+/// held the service (this one built it, the worker made a handle in a
+/// callback) still run: a worker draining the executor's channel sees it
+/// close. A thread used to keep its count, and through it the service,
+/// until it ended.
+#[test]
+fn the_last_drop_closes_the_executors_channel_though_the_threads_run_on() {
+    common::within_patience(|| {
+        let (tx, rx) = mpsc::channel::<Box<dyn FnOnce() + Send>>();
+        let timers = TimerService::builder()
+            .callback_executor(move |callback| tx.send(Box::new(callback)).unwrap())
+            .build()
+            .unwrap();
+        let worker = thread::spawn(move || {
+            for callback in rx {
+                callback();
+            }
+        });
+        let (made, made_rx) = mpsc::channel();
+        let inner = timers.clone();
+        timers
+            .schedule(Duration::ZERO, move || {
+                drop(inner.schedule(Duration::from_secs(3600), || ()).unwrap());
+                drop(inner);
+                made.send(()).unwrap();
+            })
+            .unwrap();
+        made_rx.recv_timeout(PATIENCE).unwrap();
+        drop(timers);
+        worker.join().unwrap();
+    });
+}

@@ -35,7 +35,7 @@ pub(crate) struct ServiceState {
     /// `Sleep` reset earlier): sweep in the next round.
     pub(super) sweep_asked: AtomicBool,
     pub(super) shutdown: AtomicBool,
-    /// Set by the spawner before any handle exists.
+    /// Set by the spawner as it starts the driver.
     driver: Mutex<Option<thread::Thread>>,
     /// Taken by whoever waits for the driver to end (a shutdown, or the
     /// last holder's drop).
