@@ -52,8 +52,8 @@
 //! - Holders (see `holders`): every [`DISARM_EVERY`] the driver disarms
 //!   the threads' idle holder counts, and stops the service when it takes
 //!   the last; it never sleeps untimed while the holders' idle flag is set
-//!   (it naps that long instead), and disarms what is idle once more after
-//!   its shutdown fence.
+//!   (but at most a RECLAIM_EVERY, or to its nap or plan if sooner), and
+//!   disarms what is idle once more after its shutdown fence.
 //! - User code never unwinds into the driver: callbacks, wakers and the
 //!   drops of closures are caught and counted where they run, and a
 //!   cancelled timer's closure is dropped by the cancelling thread.
@@ -434,8 +434,9 @@ impl Driver {
         shared
             .sleeping_until
             .store(wake.unwrap_or(FOREVER), Ordering::Relaxed);
-        // Every sleep but these ends within a RECLAIM_EVERY, and a round
-        // after that disarms; under loom every sleep is untimed (no clock).
+        // Every sleep but these ends within a RECLAIM_EVERY, and the first
+        // round a DISARM_EVERY after the last sweep disarms; under loom
+        // every sleep is untimed (no clock).
         let untimed = manual || plan.is_none() || cfg!(loom);
         fence(Ordering::SeqCst);
         let nap = (long && shared.parked.any()).then(|| self.last_sweep + PARKED_NAP);
@@ -455,8 +456,10 @@ impl Driver {
                     }
                 }
                 // A manual clock only `advance` moves (waking the driver as
-                // it does, and every round sweeps there).
-                _ if manual && !holders_idle => thread::park(),
+                // it does, and every round sweeps there); with idle holder
+                // counts, a real DISARM_EVERY (its own times are virtual).
+                _ if manual && holders_idle => thread::park_timeout(DISARM_EVERY),
+                _ if manual => thread::park(),
                 // Idle: nothing can come due, so nothing to reclaim either.
                 None if nap.is_none() && !holders_idle => thread::park(),
                 _ => {

@@ -27,7 +27,7 @@
 //!   holder goes, at once), or once the service is shut down; a thread
 //!   exiting, its idle counts; and the driver, every idle count it finds
 //!   every [`DISARM_EVERY`] while awake. So when every thread has let go
-//!   but some still run, the driver stops within about that long.
+//!   but some still run, the driver stops within about twice that long.
 //! - The driver never sleeps untimed while an idle count may be armed (it
 //!   could sleep forever with nobody left to wake it): `Holders::idle` says
 //!   one may be. A sweep clears the flag (a swap, so it is ordered after
@@ -36,7 +36,7 @@
 //!   finds the count; clear, the holder sets it, fences and wakes the
 //!   driver if it sleeps (once per sweep, whoever sets it): the park
 //!   handshake of a submission. The driver reads the flag after its plan
-//!   and fence, and naps [`DISARM_EVERY`] instead when it is set; it
+//!   and fence, and sleeps at most [`DISARM_EVERY`] when it is set; it
 //!   takes no lock between its plan and its sleep, and sweeps with
 //!   `try_lock`, leaving a busy list for its next round.
 //! - At shutdown the driver stores the flag, fences, then disarms every
@@ -125,7 +125,7 @@ fn keep(counted: &Arc<ThreadHolders>) -> Kept {
     Arc::clone(counted)
 }
 
-/// The count, if its service still lists it.
+/// The count, if it is still alive (listed by its service, or held).
 #[cfg(not(loom))]
 fn kept(kept: &Kept) -> Option<Arc<ThreadHolders>> {
     kept.upgrade()
@@ -136,7 +136,7 @@ fn kept(kept: &Kept) -> Option<Arc<ThreadHolders>> {
     Some(Arc::clone(kept))
 }
 
-/// Whether the count's service is listed and not shut down.
+/// Whether the count is alive and its service not shut down.
 #[cfg(not(loom))]
 fn running(kept: &Kept) -> bool {
     kept.upgrade()

@@ -142,7 +142,7 @@
 //! `Timeout` — is dropped: at once when the last thread to hold one is the
 //! only thread still counted (a one-thread program, or the other threads
 //! that held it have ended; the driver's own thread counts if callbacks
-//! made handles), else within 100–200 ms, when the driver finds every
+//! made handles), else within 200 ms, when the driver finds every
 //! thread's count of handles idle. The account is exact: every timer scheduled
 //! `Ok` before `shutdown` returned fired, was cancelled, or is counted in
 //! [`ShutdownReport::unfired`] (its callback dropped unrun, its task

@@ -19,7 +19,7 @@ use crate::{
 /// handle is dropped (clones, [`TimerHandle`]s and pending futures all hold
 /// one): at once when the last thread to hold one is the only thread still
 /// counted (a one-thread program, or the others have ended; the driver's
-/// own thread counts if callbacks made handles), else within 100–200 ms,
+/// own thread counts if callbacks made handles), else within 200 ms,
 /// when the driver finds every thread's count idle. See the
 /// [crate docs](crate) for the design.
 ///
