@@ -539,15 +539,24 @@ impl<T, S: Storage<T>> Slab<T, S> {
 
 #[cfg(feature = "alloc")]
 impl<T> Slab<T, VecStorage<T>> {
-    /// Drops the vacant entries past the last occupied one and gives the
-    /// memory back; the free list is threaded again lowest index first, so
-    /// that what is inserted next keeps the storage short. O(entries).
+    /// Drops the vacant entries past the last occupied one, if they are at
+    /// least half of the entries, and gives the spare memory back; the free
+    /// list is then threaded again lowest index first, so that what is
+    /// inserted next keeps the storage short. That threading is O(entries),
+    /// so a shorter vacant tail stays: a shrink tried again and again as
+    /// timers scattered over the storage drain costs O(tail) each time, and
+    /// the O(entries) pass is paid only with as many entries given back.
     pub(crate) fn shrink_to_fit(&mut self) {
         let entries = &mut self.storage.entries;
         let keep = entries
             .iter()
             .rposition(|e| matches!(e, Entry::Occupied { .. }))
             .map_or(0, |last| last + 1);
+        if 2 * keep > entries.len() {
+            entries.shrink_to_fit();
+            self.storage.links.shrink_to_fit();
+            return;
+        }
         for entry in &entries[keep..] {
             if let Entry::Vacant { generation, .. } = *entry {
                 // A vacant entry holds the generation its next use gets.

@@ -60,3 +60,37 @@ fn a_pending_timer_at_a_high_index_keeps_the_storage_up_to_it() {
     assert!(wheel.is_empty());
     wheel.validate();
 }
+
+#[test]
+fn a_vacant_stretch_shorter_than_what_is_kept_stays_until_it_is_half() {
+    let mut wheel = Wheel::new();
+    let ids: Vec<_> = (0..1_000u64).map(|t| wheel.insert(t, t)).collect();
+    for &id in &ids[600..] {
+        wheel.cancel(id);
+    }
+    wheel.shrink_to_fit();
+    assert_eq!(
+        wheel.capacity(),
+        1_000,
+        "a 400-entry stretch past 600 stays"
+    );
+    wheel.validate();
+    // What comes next takes the stretch's indexes: no growth.
+    let refill: Vec<_> = (0..400u64).map(|t| wheel.insert(5_000 + t, t)).collect();
+    assert_eq!(wheel.capacity(), 1_000);
+    for &id in &ids[600..] {
+        assert_eq!(wheel.cancel(id), None, "a stale id reached a new timer");
+    }
+    for id in refill {
+        wheel.cancel(id);
+    }
+    for &id in &ids[300..600] {
+        wheel.cancel(id);
+    }
+    wheel.shrink_to_fit();
+    assert_eq!(wheel.capacity(), 300, "700 vacant past 300: given back");
+    wheel.validate();
+    for (t, &id) in ids[..300].iter().enumerate() {
+        assert_eq!(wheel.deadline(id), Some(t as u64));
+    }
+}
