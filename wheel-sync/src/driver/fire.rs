@@ -200,18 +200,23 @@ impl Driver {
             for (entry, _, word) in &mut self.batch {
                 *word = entry.word_relaxed();
             }
-            for (entry, deadline, word) in self.batch.drain(..) {
+            let mut cancelled = 0;
+            self.batch.retain(|(entry, deadline, word)| {
                 entry.set_slot(SLOT_OUT);
-                if !entry.try_fire(word, deadline) {
-                    // Cancelled after it was filed (its message, when popped,
-                    // finds it out of the wheel and counts nothing), or reset
-                    // to another tick (its message re-files it).
-                    if entry.state() == CANCELLED {
-                        count.cancelled += 1;
-                    }
-                    continue;
+                let won = entry.try_fire(*word, *deadline);
+                // Lost: cancelled after it was filed (its message, when
+                // popped, finds it out of the wheel and counts nothing), or
+                // reset to another tick (its message re-files it).
+                if !won && entry.state() == CANCELLED {
+                    cancelled += 1;
                 }
-                shared.release();
+                won
+            });
+            count.cancelled += cancelled;
+            // Out of `pending` with one atomic add before any of them runs,
+            // as the detached callbacks are.
+            shared.release_n(self.batch.len());
+            for (entry, deadline, _) in self.batch.drain(..) {
                 count.fired(
                     shared.clock.ns_past(started, deadline),
                     &shared.stats.lateness,
