@@ -20,16 +20,13 @@
 //!   driver's wheel. Producers never read it; it is atomic only so that the
 //!   entry is `Sync` without `unsafe`.
 
-use crate::caught::{drop_caught, drop_uncounted, run_caught};
 use core::alloc::Layout;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
-use core::task::Waker;
 
+use crate::action::{Action, Firing, Wake};
 use crate::entry_cache;
-use crate::executor::Executor;
 use crate::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
-use crate::sync::{Mutex, UnsafeCell};
 
 pub(crate) const PENDING: u64 = 0;
 pub(crate) const FIRED: u64 = 1;
@@ -54,41 +51,6 @@ pub(crate) struct Finished {
     pub(crate) tick: u64,
     /// No message for the entry is queued: push one.
     pub(crate) must_push: bool,
-}
-
-/// What the driver's firing of a timer hands its action.
-pub(crate) struct Firing<'a> {
-    /// Wakers of the sleeps fired this round, which the driver wakes together.
-    pub(crate) wakers: &'a mut Vec<Waker>,
-    /// Where callbacks run, if not on the driver (see `executor`).
-    pub(crate) executor: Option<&'a Executor>,
-}
-
-/// What happens when a timer leaves `PENDING`. Each method runs user code
-/// (a callback, a waker, the drop of a closure's captures) and catches its
-/// panic: it returns `false` if there was one, for the caller to count.
-pub(crate) trait Action: Send + Sync + 'static {
-    /// Runs the callback (or hands it to the executor), or adds the task's
-    /// waker to `firing.wakers` for the driver to wake with the rest of its
-    /// round.
-    ///
-    /// # Safety
-    /// Only the thread that won this arming's move out of `PENDING` (to
-    /// `FIRED`) calls it, so calls for one arming never overlap and no two
-    /// of `fire`, `cancel` and `abandon` are called for it.
-    unsafe fn fire(&self, firing: &mut Firing<'_>) -> bool;
-    /// The timer was cancelled: drops what it holds of the user's (the
-    /// closure and its captures, a task's waker) on the cancelling thread.
-    ///
-    /// # Safety
-    /// As for [`fire`](Self::fire), for the move to `CANCELLED`.
-    unsafe fn cancel(&self) -> bool;
-    /// The timer will never fire (shutdown): drops the closure, or wakes a
-    /// waiting task so it can see that.
-    ///
-    /// # Safety
-    /// As for [`fire`](Self::fire), for the move to `ABANDONED`.
-    unsafe fn abandon(&self) -> bool;
 }
 
 /// The operations on an entry whose action type has been erased: one table
@@ -478,128 +440,11 @@ impl EntryRef<Wake> {
     }
 }
 
-/// A callback, taken once by the winner of the entry's one move out of
-/// `PENDING`: run on `FIRED`, dropped on `CANCELLED` or `ABANDONED`.
-/// Callback entries are never re-armed (only an `EntryRef<Wake>` has
-/// `rearm_from`), so the move, and the take, happen at most once: the cell
-/// needs no lock.
-pub(crate) struct Callback<F>(UnsafeCell<Option<F>>);
-
-impl<F> Callback<F> {
-    pub(crate) fn new(f: F) -> Self {
-        Self(UnsafeCell::new(Some(f)))
-    }
-
-    /// # Safety
-    /// Called at most once in the callback's life: by the winner of the
-    /// entry's one move out of `PENDING`.
-    unsafe fn take(&self) -> Option<F> {
-        // SAFETY: the caller is the only thread that ever touches the cell
-        // before the entry is freed (see `Sync` below).
-        let taken = self.0.with_mut(|f| unsafe { (*f).take() });
-        debug_assert!(taken.is_some(), "a callback taken twice");
-        taken
-    }
-}
-
-// SAFETY: the cell is touched through `&self` only by `take`, which one
-// thread calls at most once (the winner of the entry's one move out of
-// `PENDING`, ordered by that compare-exchange), and otherwise only when
-// the entry is dropped, by the thread that dropped its last reference. The
-// closure is `Send`, so it may run or drop on any thread.
-unsafe impl<F: Send> Sync for Callback<F> {}
-
-impl<F> Drop for Callback<F> {
-    fn drop(&mut self) {
-        // Only a timer that never left `PENDING` still holds its closure
-        // here; its drop is user code and must not unwind into the driver.
-        // SAFETY: `&mut self`: no other thread can reach the cell.
-        if let Some(f) = self.0.with_mut(|f| unsafe { (*f).take() }) {
-            drop_uncounted(f);
-        }
-    }
-}
-
-impl<F: FnOnce() + Send + 'static> Action for Callback<F> {
-    unsafe fn fire(&self, firing: &mut Firing<'_>) -> bool {
-        // SAFETY: `Action::fire`'s contract is this one's.
-        let Some(f) = (unsafe { self.take() }) else {
-            return true;
-        };
-        match firing.executor {
-            Some(executor) => executor.hand(f),
-            None => run_caught(f),
-        }
-    }
-
-    unsafe fn cancel(&self) -> bool {
-        // Released by the thread that cancels, at once: not later, on the
-        // driver, where a panicking drop would have been the driver's.
-        // SAFETY: as in `fire`.
-        unsafe { self.take() }.is_none_or(drop_caught)
-    }
-
-    unsafe fn abandon(&self) -> bool {
-        // What it captured is released at shutdown.
-        // SAFETY: as in `fire`.
-        unsafe { self.take() }.is_none_or(drop_caught)
-    }
-}
-
-/// A task waiting on a `Sleep`: the latest waker it was polled with.
-#[derive(Default)]
-pub(crate) struct Wake(Mutex<Option<Waker>>);
-
-impl Wake {
-    /// Stores `waker` unless the stored one already wakes the same task.
-    pub(crate) fn register(&self, waker: &Waker) {
-        let mut slot = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        match &mut *slot {
-            Some(old) if old.will_wake(waker) => {}
-            _ => *slot = Some(waker.clone()),
-        }
-    }
-
-    fn take(&self) -> Option<Waker> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).take()
-    }
-}
-
-impl Drop for Wake {
-    fn drop(&mut self) {
-        // A waker's drop is user code; the last reference may be the
-        // driver's. `&mut self`: no lock to take.
-        let slot = self.0.get_mut().unwrap_or_else(|e| e.into_inner());
-        if let Some(waker) = slot.take() {
-            drop_uncounted(waker);
-        }
-    }
-}
-
-impl Action for Wake {
-    // Safe to call at any time: the waker sits behind a lock.
-    unsafe fn fire(&self, firing: &mut Firing<'_>) -> bool {
-        firing.wakers.extend(self.take());
-        true
-    }
-
-    unsafe fn cancel(&self) -> bool {
-        // The waker stays until the entry is freed, where `Drop` catches a
-        // drop that panics: taking it here would cost every cancelled
-        // sleep a lock.
-        true
-    }
-
-    unsafe fn abandon(&self) -> bool {
-        // At shutdown: a waker that panics must not stop the driver from
-        // abandoning the other timers (nor a racing producer's schedule).
-        self.take().is_none_or(|waker| run_caught(|| waker.wake()))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::action::Callback;
+    use core::task::Waker;
     use std::sync::atomic::AtomicUsize;
     use std::sync::Arc as StdArc;
 

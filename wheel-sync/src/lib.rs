@@ -179,6 +179,7 @@
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod action;
 mod builder;
 mod caught;
 mod clock;

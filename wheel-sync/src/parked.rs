@@ -199,7 +199,7 @@ impl Drop for Slots {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::entry::Callback;
+    use crate::action::Callback;
 
     fn message(tick: u64) -> (EntryRef, EntryRef) {
         let (owner, message) = EntryRef::new(tick, Callback::new(|| ()));

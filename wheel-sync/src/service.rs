@@ -4,8 +4,9 @@ use core::fmt;
 use core::future::Future;
 use std::time::{Duration, Instant};
 
+use crate::action::Callback;
 use crate::driver::ServiceState;
-use crate::entry::{Callback, EntryRef};
+use crate::entry::EntryRef;
 use crate::holders::ThreadHolders;
 use crate::sync::Arc;
 use crate::{

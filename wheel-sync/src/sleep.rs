@@ -7,8 +7,9 @@ use core::pin::Pin;
 use core::task::{Context, Poll};
 use std::time::Instant;
 
+use crate::action::Wake;
 use crate::clock::NEVER;
-use crate::entry::{EntryRef, Wake, ABANDONED, CANCELLED, FIRED};
+use crate::entry::{EntryRef, ABANDONED, CANCELLED, FIRED};
 use crate::TimerService;
 
 /// A future that completes at its deadline; made by

@@ -5,7 +5,8 @@ use std::time::Instant;
 
 use super::DriverStats;
 use super::{Driver, Message, BATCH, FIRE_BATCH, WAKE_BATCH};
-use crate::entry::{self, EntryRef, Firing, CANCELLED, PENDING, SLOT_NEW, SLOT_OUT};
+use crate::action::Firing;
+use crate::entry::{self, EntryRef, CANCELLED, PENDING, SLOT_NEW, SLOT_OUT};
 use crate::lateness::Histogram;
 use crate::sync::atomic::Ordering;
 

@@ -4,8 +4,9 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::*;
+use crate::action::Wake;
 use crate::clock::Clock;
-use crate::entry::{Wake, FIRED};
+use crate::entry::FIRED;
 
 /// How long a step may take before a test gives up: miri runs these
 /// tests a thousand times slower, on the real clock.
