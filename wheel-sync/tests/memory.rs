@@ -1,14 +1,22 @@
 //! Memory: after a burst of timers drains, the driver gives back what the
-//! burst made it hold (its wheel's storage shrinks), counted by a global
-//! allocator that tracks the bytes live in the whole process.
+//! burst made it hold (its wheel's storage shrinks), and threads that came
+//! and went leave nothing behind, counted by a global allocator that tracks
+//! the bytes live in the whole process. The tests take turns (`ALONE`), as
+//! each reads the process's total.
 #![cfg(not(loom))]
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::Mutex;
 use std::time::Duration;
 
+use wheel_sync::TimerService;
+
 mod common;
-use common::{manual, wait_until, PATIENCE};
+use common::{manual, wait_until, HOUR, PATIENCE};
+
+/// Held by each test for its whole run.
+static ALONE: Mutex<()> = Mutex::new(());
 
 /// The system allocator, counting the bytes live.
 struct Counting;
@@ -36,6 +44,7 @@ static ALLOCATOR: Counting = Counting;
 
 #[test]
 fn after_a_burst_drains_the_driver_gives_its_memory_back() {
+    let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
     let timers = manual();
     let hour = Duration::from_secs(3600);
     // Warm up what is allocated once, on first use (staging tables, the
@@ -65,4 +74,43 @@ fn after_a_burst_drains_the_driver_gives_its_memory_back() {
         LIVE.load(SeqCst)
     );
     assert_eq!(timers.pending(), kept.len());
+}
+
+/// A server with a thread per connection: each thread makes a timer on the
+/// shared service, cancels it and ends. Each thread counted its holders on a
+/// count of its own, listed by the service; once the thread has gone, the
+/// driver's sweep must forget that count, or the list grows by one for
+/// every thread the process ever ran.
+#[test]
+fn threads_that_come_and_go_leave_no_count_behind() {
+    let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
+    let timers = TimerService::new();
+    let one_connection = || {
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let handle = timers.schedule(HOUR, || ()).unwrap();
+                assert!(handle.cancel());
+            });
+        });
+    };
+    // Warm up what is allocated once (the driver's tables, the list's room).
+    for _ in 0..200 {
+        one_connection();
+    }
+    let threads = if cfg!(miri) { 20 } else { 5_000 };
+    // Whatever the warm-up left settles within a sweep or two.
+    std::thread::sleep(Duration::from_millis(500));
+    let before = LIVE.load(SeqCst);
+    for _ in 0..threads {
+        one_connection();
+    }
+    // A count is a cache line or two and its place in the list: 5 000 left
+    // behind would be over a megabyte.
+    let slack = 128 * 1024;
+    let settled = wait_until(PATIENCE, || LIVE.load(SeqCst) <= before + slack);
+    assert!(
+        settled,
+        "{} bytes live after {threads} threads came and went, {before} before",
+        LIVE.load(SeqCst)
+    );
 }
