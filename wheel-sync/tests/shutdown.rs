@@ -284,3 +284,69 @@ fn a_pending_sleep_is_a_handle_until_it_drops() {
         "the driver outlived the last Sleep"
     );
 }
+
+/// Handles kept in a thread-local are dropped by the thread's teardown,
+/// before or after the library's own thread-local (the order is that of
+/// their first use), and handles made there, after the library's list is
+/// gone: either way the last of them ends the service, and what it held is
+/// dropped unrun.
+#[cfg(target_os = "linux")]
+#[test]
+fn handles_a_thread_keeps_or_makes_in_its_teardown_end_the_service() {
+    use std::cell::RefCell;
+    use wheel_sync::TimerHandle;
+
+    /// Schedules through `service` from its own drop: the thread's
+    /// teardown making a handle.
+    struct MakesOnDrop(TimerService);
+
+    impl Drop for MakesOnDrop {
+        fn drop(&mut self) {
+            let late = self.0.clone();
+            let handle = late.schedule(HOUR, || ()).unwrap();
+            assert!(handle.cancel());
+        }
+    }
+
+    std::thread_local! {
+        static KEPT: RefCell<Vec<TimerHandle>> = const { RefCell::new(Vec::new()) };
+        static MAKER: RefCell<Option<MakesOnDrop>> = const { RefCell::new(None) };
+    }
+
+    let cases = [
+        "kept, theirs first used",
+        "kept, ours first used",
+        "made in teardown, theirs first used",
+        "made in teardown, ours first used",
+    ];
+    for (case, first_use) in cases.into_iter().enumerate() {
+        let (name, timers) = named_service();
+        let (guard, dropped) = drop_flag();
+        let service = timers.clone();
+        let thread = std::thread::spawn(move || {
+            // Thread-locals are destroyed in the reverse order of first use.
+            match case {
+                0 => KEPT.with(|kept| assert!(kept.borrow().is_empty())),
+                2 => MAKER.with(|maker| assert!(maker.borrow().is_none())),
+                _ => {}
+            }
+            let handle = service.schedule(HOUR, move || drop(guard)).unwrap();
+            if case >= 2 {
+                drop(handle);
+                MAKER.with(|maker| *maker.borrow_mut() = Some(MakesOnDrop(service)));
+            } else {
+                KEPT.with(|kept| kept.borrow_mut().push(handle));
+            }
+        });
+        thread.join().unwrap();
+        drop(timers);
+        assert!(
+            wait_until(|| threads_named(&name) == 0),
+            "{first_use}: the driver outlived the thread's teardown"
+        );
+        assert!(
+            dropped.load(SeqCst),
+            "{first_use}: the callback outlived the service"
+        );
+    }
+}
