@@ -1,6 +1,7 @@
 //! What a callback may do: panic (caught, counted, the driver carries on), and
 //! call back into its service: schedule, cancel, shut down (refused), or drop
-//! the last handle, which ends the driver.
+//! the last handle, which ends the driver; and the handles it makes keep the
+//! driver only while they live.
 #![cfg(not(loom))]
 
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
@@ -148,5 +149,40 @@ fn callback_dropping_the_last_handle_ends_the_driver() {
     assert!(
         wait_until(|| threads_named(&name) == 0),
         "driver thread {name} still alive"
+    );
+}
+
+/// A callback that makes handles counts them on the driver's own thread;
+/// once they are gone, that count is idle, and the user's last drop still
+/// ends the driver (within a sweep, as for any thread that let go).
+#[cfg(target_os = "linux")]
+#[test]
+fn handles_made_and_dropped_by_a_callback_do_not_keep_the_driver() {
+    let (name, timers) = named_service();
+    let (guard, far_dropped) = drop_flag();
+    drop(timers.schedule(HOUR, move || drop(guard)).unwrap());
+    let (done_tx, done_rx) = mpsc::channel();
+    let inner = timers.clone();
+    drop(
+        timers
+            .schedule(Duration::ZERO, move || {
+                let clone = inner.clone();
+                let handle = clone.schedule(HOUR, || ()).unwrap();
+                assert!(handle.cancel());
+                let sleep = clone.sleep(HOUR);
+                drop((handle, sleep, clone, inner));
+                done_tx.send(()).unwrap();
+            })
+            .unwrap(),
+    );
+    done_rx.recv_timeout(PATIENCE).expect("the callback ran");
+    drop(timers);
+    assert!(
+        wait_until(|| threads_named(&name) == 0),
+        "the driver outlived its last handle after a callback held the service"
+    );
+    assert!(
+        far_dropped.load(SeqCst),
+        "an unfired callback was never dropped"
     );
 }
