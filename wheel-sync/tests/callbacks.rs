@@ -14,7 +14,7 @@ mod common;
 use common::patiently::wait_until;
 #[cfg(target_os = "linux")]
 use common::threads_named;
-use common::{drop_flag, named_service, HOUR, PATIENCE};
+use common::{drop_flag, manual, named_service, HOUR, PATIENCE};
 
 #[test]
 fn panicking_callback_is_caught_and_counted() {
@@ -95,6 +95,44 @@ fn callback_cancels_a_pending_timer() {
     // The sentinel's deadline is after the victim's: once it fires, the victim had its chance.
     sentinel_rx.recv_timeout(PATIENCE).unwrap();
     assert!(!victim_ran.load(SeqCst), "a cancelled timer fired");
+}
+
+/// Timers due at the same tick: whichever runs first cancels the other,
+/// which has not started, so exactly one runs. A driver that claimed a
+/// whole batch of due timers before running any would run both.
+#[test]
+fn a_callback_cancels_a_timer_due_at_the_same_tick() {
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::Mutex;
+    use wheel_sync::TimerHandle;
+
+    let timers = manual();
+    let (ran, won) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let slots: [Arc<Mutex<Option<TimerHandle>>>; 2] = Default::default();
+    let handles: Vec<_> = (0..2)
+        .map(|me| {
+            let (ran, won, other) = (ran.clone(), won.clone(), slots[1 - me].clone());
+            timers
+                .schedule(Duration::from_millis(1), move || {
+                    ran.fetch_add(1, SeqCst);
+                    let other = other.lock().unwrap().take().expect("both scheduled");
+                    if other.cancel() {
+                        won.fetch_add(1, SeqCst);
+                    }
+                })
+                .unwrap()
+        })
+        .collect();
+    for (slot, handle) in slots.iter().zip(handles) {
+        *slot.lock().unwrap() = Some(handle);
+    }
+    timers.advance(Duration::from_millis(1)).unwrap();
+    assert_eq!(
+        (ran.load(SeqCst), won.load(SeqCst)),
+        (1, 1),
+        "(callbacks run, cancels won)"
+    );
+    assert_eq!(timers.pending(), 0);
 }
 
 #[test]

@@ -201,23 +201,21 @@ impl Driver {
             for (entry, _, word) in &mut self.batch {
                 *word = entry.word_relaxed();
             }
-            let mut cancelled = 0;
-            self.batch.retain(|(entry, deadline, word)| {
+            // Each timer is claimed just before it runs, not the batch first:
+            // until then a callback earlier in the batch, or another thread,
+            // can still cancel it, as `TimerHandle::cancel` promises.
+            for (entry, deadline, word) in self.batch.drain(..) {
                 entry.set_slot(SLOT_OUT);
-                let won = entry.try_fire(*word, *deadline);
-                // Lost: cancelled after it was filed (its message, when
-                // popped, finds it out of the wheel and counts nothing), or
-                // reset to another tick (its message re-files it).
-                if !won && entry.state() == CANCELLED {
-                    cancelled += 1;
+                if !entry.try_fire(word, deadline) {
+                    // Cancelled after it was filed (its message, when popped,
+                    // finds it out of the wheel and counts nothing), or reset
+                    // to another tick (its message re-files it).
+                    if entry.state() == CANCELLED {
+                        count.cancelled += 1;
+                    }
+                    continue;
                 }
-                won
-            });
-            count.cancelled += cancelled;
-            // Out of `pending` with one atomic add before any of them runs,
-            // as the detached callbacks are.
-            shared.release_n(self.batch.len());
-            for (entry, deadline, _) in self.batch.drain(..) {
+                shared.release();
                 count.fired(
                     shared.clock.ns_past(started, deadline),
                     &shared.stats.lateness,
