@@ -426,7 +426,8 @@ impl EntryRef<Wake> {
     /// no longer in `from`.
     ///
     /// Only a `Sleep`'s entry has this: a callback's entry leaves `PENDING`
-    /// once in its life, which is what lets [`Callback`]'s cell go unlocked.
+    /// once in its life, which is what lets [`Callback`](crate::action::Callback)'s
+    /// cell go unlocked.
     pub(crate) fn rearm_from(&self, from: u64, tick: u64) -> Result<bool, u64> {
         debug_assert!(matches!(from, PENDING | FIRED), "rearm from {from}");
         let new = queued_pending(tick);
