@@ -254,8 +254,8 @@ impl<T, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, VecStorage<T>, SL
     /// storage up to it, and so does a vacant stretch past the last pending
     /// timer shorter than what is kept (only the spare capacity goes then):
     /// a call costs O(the vacant stretch), plus O(capacity) only when it
-    /// gives back at least half, so trying it often while timers drain
-    /// stays cheap.
+    /// gives back at least half or reallocates to drop spare capacity (once
+    /// per growth), so trying it often while timers drain stays cheap.
     ///
     /// # Examples
     /// ```

@@ -286,9 +286,10 @@ fn a_pending_sleep_is_a_handle_until_it_drops() {
 }
 
 /// Handles kept in a thread-local are dropped by the thread's teardown,
-/// before or after the library's own thread-local (the order is that of
-/// their first use), and handles made there, after the library's list is
-/// gone: either way the last of them ends the service, and what it held is
+/// before or after the library's own thread-local (thread-locals go in the
+/// reverse order of their first use), and handles are made in a teardown,
+/// before the library's list goes or (the third case) after it has gone:
+/// either way the last of them ends the service, and what it held is
 /// dropped unrun.
 #[cfg(target_os = "linux")]
 #[test]
