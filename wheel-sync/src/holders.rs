@@ -53,6 +53,7 @@
 
 use core::cell::RefCell;
 use core::mem;
+use core::ops::DerefMut;
 use std::sync::TryLockError;
 use std::time::Duration;
 
@@ -220,13 +221,7 @@ impl Holders {
             // count the thread has since armed).
             Arc::get_mut(counted).is_none_or(|c| c.count.load(Ordering::Relaxed) != 0)
         });
-        let forgotten = if stopped {
-            mem::take(&mut *threads)
-        } else {
-            Vec::new()
-        };
-        drop(threads);
-        drop(forgotten);
+        unlock_then_forget(threads, stopped);
         Some(stopped)
     }
 
@@ -249,12 +244,20 @@ impl Holders {
     }
 }
 
-impl ThreadHolders {
-    /// The service's first holder, on the thread that built it.
-    pub(crate) fn first(service: &Arc<ServiceState>) -> Arc<Self> {
-        Self::hold(service)
-    }
+/// Unlocks the list of counts; if the service has just stopped (`forget`),
+/// empties it first and drops the counts after the unlock, as a count's
+/// drop may drop the service and what the user gave it.
+fn unlock_then_forget(mut threads: impl DerefMut<Target = Vec<Arc<ThreadHolders>>>, forget: bool) {
+    let forgotten = if forget {
+        mem::take(&mut *threads)
+    } else {
+        Vec::new()
+    };
+    drop(threads);
+    drop(forgotten);
+}
 
+impl ThreadHolders {
     /// A new holder of `service`, counted in this thread's count.
     pub(crate) fn hold(service: &Arc<ServiceState>) -> Arc<Self> {
         let found = THIS_THREAD.try_with(|this| {
@@ -335,16 +338,10 @@ impl ThreadHolders {
     /// driver's thread).
     fn disarm(&self, wait: bool) {
         let holders = &self.service.holders;
-        let mut threads = holders.threads.lock().unwrap_or_else(|e| e.into_inner());
-        let stopped = holders.disarm_locked(self);
-        let forgotten = if stopped {
-            mem::take(&mut *threads)
-        } else {
-            Vec::new()
-        };
-        let stopped = stopped || holders.armed.load(Ordering::SeqCst) == 0;
-        drop(threads);
-        drop(forgotten);
+        let threads = holders.threads.lock().unwrap_or_else(|e| e.into_inner());
+        let ended_here = holders.disarm_locked(self);
+        let stopped = ended_here || holders.armed.load(Ordering::SeqCst) == 0;
+        unlock_then_forget(threads, ended_here);
         if stopped && wait {
             self.service.stop();
         } else if stopped {

@@ -103,7 +103,7 @@ impl TimerService {
     /// The first handle on a service just built.
     pub(crate) fn first(service: &Arc<ServiceState>) -> Self {
         Self {
-            holder: ThreadHolders::first(service),
+            holder: ThreadHolders::hold(service),
         }
     }
 
