@@ -220,7 +220,7 @@ fn handles_made_and_dropped_by_a_callback_do_not_keep_the_driver() {
         "the driver outlived its last handle after a callback held the service"
     );
     assert!(
-        far_dropped.load(SeqCst),
+        wait_until(|| far_dropped.load(SeqCst)),
         "an unfired callback was never dropped"
     );
 }
