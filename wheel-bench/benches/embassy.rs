@@ -22,6 +22,13 @@
 //!   queued again untimed.
 //! - `idle`: `next_expiration` with nothing due (the driver's call after a
 //!   `schedule_wake` that asked for a re-arm).
+//! - `driver`: what an embassy time driver does per alarm, all of it timed:
+//!   the alarm fires at the earliest deadline, `next_expiration` wakes the
+//!   due task (about one per alarm), the task runs and waits again 1 to
+//!   `2 n × 97` ticks on (`schedule_wake`), and the driver calls
+//!   `next_expiration` again whenever `schedule_wake` says the alarm must
+//!   move: on every new entry for embassy's queue, only when the earliest
+//!   deadline moved for `WakerQueue`. Per alarm, `n` always pending.
 //!
 //! The tasks' wakers are of the kind embassy's executor makes (a task's
 //! address; clone and drop do nothing, a wake sets the task's flag), so
@@ -33,6 +40,7 @@
 //! whole loop would be timed by `iter`, slices and all). Their cache
 //! pollution still shows on a shared machine: quote ratios from one run.
 
+use std::cell::RefCell;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
@@ -115,12 +123,27 @@ impl<const N: usize> Queue for ConstGenericQueue<N> {
 
 /// A task as embassy's executor hands it to a time driver: a header at a
 /// fixed address, whose waker is that address. Cloning or dropping such a
-/// waker touches nothing and waking it sets the task's run flag, so the
-/// queues' own work is what the figures show (an `Arc` waker would add a
-/// locked increment to every clone and a decrement to every wake, the same
-/// for both queues).
+/// waker touches nothing and waking it queues the task to run, once, so
+/// the queues' own work is what the figures show (an `Arc` waker would add
+/// a locked increment to every clone and a decrement to every wake, the
+/// same for both queues).
 struct Task {
+    /// Its place in the bench's list of tasks.
+    id: usize,
+    /// Woken and not yet run (only the bench's thread touches it).
     run_queued: AtomicBool,
+}
+
+thread_local! {
+    /// The tasks woken and not yet run, as an executor's run queue.
+    static RUN_QUEUE: RefCell<Vec<&'static Task>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The next task to run, if any is woken: the executor polls it.
+fn run_next() -> Option<usize> {
+    let task = RUN_QUEUE.with_borrow_mut(Vec::pop)?;
+    task.run_queued.store(false, Ordering::Relaxed);
+    Some(task.id)
 }
 
 /// The vtable of a [`Task`]'s waker.
@@ -133,8 +156,13 @@ fn clone_task(task: *const ()) -> RawWaker {
 
 fn wake_task(task: *const ()) {
     // SAFETY: every `Task` waker's data is a `&'static Task` (see `wakers`).
-    let task = unsafe { &*task.cast::<Task>() };
-    task.run_queued.store(true, Ordering::Release);
+    let task: &'static Task = unsafe { &*task.cast::<Task>() };
+    // Queued once until it runs, as embassy's executor does: the shapes
+    // that never run their tasks queue each one once.
+    if !task.run_queued.load(Ordering::Relaxed) {
+        task.run_queued.store(true, Ordering::Relaxed);
+        RUN_QUEUE.with_borrow_mut(|queue| queue.push(task));
+    }
 }
 
 fn drop_task(_: *const ()) {}
@@ -142,8 +170,9 @@ fn drop_task(_: *const ()) {}
 /// `n` distinct tasks' wakers.
 fn wakers(n: usize) -> Vec<Waker> {
     (0..n)
-        .map(|_| {
+        .map(|id| {
             let task: &'static Task = Box::leak(Box::new(Task {
+                id,
                 run_queued: AtomicBool::new(false),
             }));
             let raw = RawWaker::new(core::ptr::from_ref(task).cast(), &TASK_WAKER);
@@ -255,6 +284,54 @@ fn expire<Q: Queue>(group: &mut BenchmarkGroup<'_, WallTime>, n: usize) {
     });
 }
 
+fn driver<Q: Queue>(group: &mut BenchmarkGroup<'_, WallTime>, n: usize) {
+    // Each task waits 1 to `span` ticks, so deadlines lie about `STEP`
+    // ticks apart, as in `expire`.
+    const STEP: u64 = 97;
+    let span = 2 * n as u64 * STEP;
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut delay = move || {
+        // xorshift64, scaled by a multiply: a division would time the bench.
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        1 + (((state >> 32) * span) >> 32)
+    };
+    // Tasks the other shapes woke are not this shape's to run.
+    RUN_QUEUE.with_borrow_mut(Vec::clear);
+    let tasks = wakers(n);
+    let mut queue = Q::new();
+    let mut now = 0;
+    for waker in &tasks {
+        queue.schedule_wake(now + delay(), waker);
+    }
+    let mut alarm = queue.next_expiration(now);
+    group.bench_function(BenchmarkId::new(Q::NAME, n), |b| {
+        b.iter_custom(|iters| {
+            let mut timed = Duration::ZERO;
+            let batches = iters.div_ceil(BATCH);
+            for _ in 0..batches {
+                timed += measure(|| {
+                    for _ in 0..BATCH {
+                        // The alarm fires: the driver wakes what is due and
+                        // sets the alarm again.
+                        now = alarm;
+                        alarm = queue.next_expiration(black_box(now));
+                        // Each woken task runs and waits again; the driver
+                        // moves the alarm when the queue asks it to.
+                        while let Some(task) = run_next() {
+                            if queue.schedule_wake(now + delay(), &tasks[task]) {
+                                alarm = queue.next_expiration(now);
+                            }
+                        }
+                    }
+                });
+            }
+            per_iteration(timed, iters, batches, BATCH)
+        });
+    });
+}
+
 fn idle<Q: Queue>(group: &mut BenchmarkGroup<'_, WallTime>, n: usize) {
     let pending = wakers(n);
     let mut queue: Q = filled(&pending);
@@ -298,5 +375,6 @@ fn main() {
     group!(criterion, repoll);
     group!(criterion, expire);
     group!(criterion, idle);
+    group!(criterion, driver);
     criterion.final_summary();
 }
