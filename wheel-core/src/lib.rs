@@ -52,9 +52,11 @@
 //! across any stretch of empty time costs nothing per empty tick.
 //!
 //! Timers live in a slab of entries linked by `u32` index into intrusive
-//! doubly-linked slot lists; each slot is four lists (entry `i` on list
-//! `i % 4`), which a cascade walks in lockstep so that its cache misses
-//! overlap — at a million timers this halves the cost of firing. Each entry
+//! doubly-linked slot lists. In a growable [`Wheel`] each slot is four
+//! lists (entry `i` on list `i % 4`), which a cascade walks in lockstep so
+//! that its cache misses overlap — at a million timers this halves the cost
+//! of firing; a [`FixedWheel`], small enough for its links to stay in
+//! cache, has one list a slot. Each entry
 //! has a generation, so a stale
 //! [`TimerId`] never touches a newer timer. A [`Storage`] type parameter picks
 //! a `Vec` ([`VecStorage`]) or an inline array ([`ArrayStorage`]): one
@@ -70,9 +72,10 @@
 //! **Memory:** at most 32 bytes per timer beyond `size_of::<T>()` for any `T`
 //! aligned to 16 bytes or less (the deadline and two links in one array; a
 //! generation and the entry's tag beside the value in another), plus the
-//! fixed tables: 11 levels × 64 slots × 4 lists × 4 bytes ≈ 11 KiB (a
-//! smaller geometry shrinks them: 8 slots × 22 levels is 2.8 KiB), and as
-//! much again for staging the first time `cascade_ahead` is called.
+//! fixed tables: 11 levels × 64 slots × 4 lists × 4 bytes ≈ 11 KiB for a
+//! [`Wheel`], a quarter of that (2.9 KiB) for a [`FixedWheel`] (a smaller
+//! geometry shrinks them: 8 slots × 22 levels is 880 B), and as much again
+//! for staging the first time `cascade_ahead` is called.
 //!
 //! # Promises
 //!

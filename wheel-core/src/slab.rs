@@ -116,6 +116,9 @@ mod sealed {
     }
 
     pub trait Sealed<T> {
+        /// The heads of a slot's lists in a wheel over this storage: how
+        /// many lists a slot has (see `level::Heads`).
+        type Heads: crate::level::Heads;
         fn links(&self) -> &[Link];
         fn links_mut(&mut self) -> &mut [Link];
         /// The link at `index`, which the slab keeps below the entries'
@@ -133,7 +136,7 @@ mod sealed {
     }
 }
 use sealed::Entry;
-pub(crate) use sealed::Link;
+pub(crate) use sealed::{Link, Sealed};
 
 /// Where a wheel keeps its entries: [`VecStorage`] (grows) or
 /// [`ArrayStorage`] (fixed, never allocates). Sealed.
@@ -195,6 +198,9 @@ impl<T> VecStorage<T> {
 
 #[cfg(feature = "alloc")]
 impl<T> sealed::Sealed<T> for VecStorage<T> {
+    /// Four lists a slot: a growable wheel can outgrow the cache, and its
+    /// cascades then walk four chains of misses at once.
+    type Heads = [u32; 4];
     #[inline]
     fn links(&self) -> &[Link] {
         &self.links
@@ -291,6 +297,9 @@ impl<T, const N: usize> Default for ArrayStorage<T, N> {
 }
 
 impl<T, const N: usize> sealed::Sealed<T> for ArrayStorage<T, N> {
+    /// One list a slot: a fixed wheel is small, or on a core without a
+    /// cache, so a slot is one head, a quarter of the tables.
+    type Heads = [u32; 1];
     // `used` never passes `N`; `get` says so without a panic path.
     #[inline]
     fn links(&self) -> &[Link] {

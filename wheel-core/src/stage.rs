@@ -21,11 +21,11 @@
 //!   occupied and a start after the clock.
 
 use crate::geometry::Geometry;
-use crate::level::{stripe_of, NO_HEADS};
+use crate::level::{stripe_of, Heads};
 use crate::tables::Tables;
 
 /// The staged lower levels for one slot.
-pub(crate) struct Staged<const SLOTS: usize, const LEVELS: usize> {
+pub(crate) struct Staged<const SLOTS: usize, const LEVELS: usize, H> {
     /// The level of the slot being staged; 0 when none is (level-0 slots
     /// are never staged: they are spliced whole onto the due list).
     pub(crate) level: usize,
@@ -35,10 +35,10 @@ pub(crate) struct Staged<const SLOTS: usize, const LEVELS: usize> {
     pub(crate) start: u64,
     /// Levels below `level` as they will be at `start`, and the timers due
     /// exactly then.
-    pub(crate) tables: Tables<SLOTS, LEVELS>,
+    pub(crate) tables: Tables<SLOTS, LEVELS, H>,
 }
 
-impl<const SLOTS: usize, const LEVELS: usize> Staged<SLOTS, LEVELS> {
+impl<const SLOTS: usize, const LEVELS: usize, H: Heads> Staged<SLOTS, LEVELS, H> {
     #[cfg(feature = "alloc")]
     pub(crate) const IDLE: Self = Self {
         level: 0,
@@ -50,7 +50,7 @@ impl<const SLOTS: usize, const LEVELS: usize> Staged<SLOTS, LEVELS> {
     /// Whether no timer is staged.
     #[inline]
     pub(crate) fn is_empty(&self) -> bool {
-        self.tables.occupied_levels == 0 && self.tables.due == NO_HEADS
+        self.tables.occupied_levels == 0 && self.tables.due == H::EMPTY
     }
 
     /// Whether level `level`'s slot `slot` is the one being staged (callers
@@ -72,7 +72,7 @@ impl<const SLOTS: usize, const LEVELS: usize> Staged<SLOTS, LEVELS> {
     #[inline]
     pub(crate) fn head_for(&mut self, index: u32, deadline: u64) -> &mut u32 {
         let place = self.place_of(deadline);
-        self.tables.head_for(place, stripe_of(index))
+        self.tables.head_for(place, stripe_of::<H>(index))
     }
 
     /// Replaces the head of the staged list that `index` (due at `deadline`)
@@ -80,7 +80,7 @@ impl<const SLOTS: usize, const LEVELS: usize> Staged<SLOTS, LEVELS> {
     #[inline]
     pub(crate) fn pop_head(&mut self, index: u32, deadline: u64, next: u32) {
         let place = self.place_of(deadline);
-        self.tables.pop_head(place, stripe_of(index), next);
+        self.tables.pop_head(place, stripe_of::<H>(index), next);
     }
 
     /// Stops staging; the tables must be empty or already swapped out.
@@ -94,16 +94,16 @@ impl<const SLOTS: usize, const LEVELS: usize> Staged<SLOTS, LEVELS> {
 /// The staging area of a wheel: boxed on first use with the `alloc`
 /// feature; without it, nothing is ever staged.
 #[cfg(feature = "alloc")]
-pub(crate) struct Stage<const SLOTS: usize, const LEVELS: usize>(
-    Option<alloc::boxed::Box<Staged<SLOTS, LEVELS>>>,
+pub(crate) struct Stage<const SLOTS: usize, const LEVELS: usize, H>(
+    Option<alloc::boxed::Box<Staged<SLOTS, LEVELS, H>>>,
 );
 
 /// The staging area of a wheel: boxed on first use with the `alloc`
 /// feature; without it, nothing is ever staged.
 #[cfg(not(feature = "alloc"))]
-pub(crate) struct Stage<const SLOTS: usize, const LEVELS: usize>(());
+pub(crate) struct Stage<const SLOTS: usize, const LEVELS: usize, H>(core::marker::PhantomData<H>);
 
-impl<const SLOTS: usize, const LEVELS: usize> Stage<SLOTS, LEVELS> {
+impl<const SLOTS: usize, const LEVELS: usize, H: Heads> Stage<SLOTS, LEVELS, H> {
     /// Nothing staged and nothing allocated.
     pub(crate) const NONE: Self = {
         #[cfg(feature = "alloc")]
@@ -112,13 +112,13 @@ impl<const SLOTS: usize, const LEVELS: usize> Stage<SLOTS, LEVELS> {
         }
         #[cfg(not(feature = "alloc"))]
         {
-            Self(())
+            Self(core::marker::PhantomData)
         }
     };
 
     /// The staging in progress, if a slot is being staged.
     #[inline]
-    pub(crate) fn active(&self) -> Option<&Staged<SLOTS, LEVELS>> {
+    pub(crate) fn active(&self) -> Option<&Staged<SLOTS, LEVELS, H>> {
         #[cfg(feature = "alloc")]
         {
             self.0.as_deref().filter(|staged| staged.level != 0)
@@ -131,7 +131,7 @@ impl<const SLOTS: usize, const LEVELS: usize> Stage<SLOTS, LEVELS> {
 
     /// The staging in progress, mutably.
     #[inline]
-    pub(crate) fn active_mut(&mut self) -> Option<&mut Staged<SLOTS, LEVELS>> {
+    pub(crate) fn active_mut(&mut self) -> Option<&mut Staged<SLOTS, LEVELS, H>> {
         #[cfg(feature = "alloc")]
         {
             self.0.as_deref_mut().filter(|staged| staged.level != 0)
@@ -144,7 +144,7 @@ impl<const SLOTS: usize, const LEVELS: usize> Stage<SLOTS, LEVELS> {
 
     /// The staging area, allocated if need be.
     #[cfg(feature = "alloc")]
-    pub(crate) fn area(&mut self) -> &mut Staged<SLOTS, LEVELS> {
+    pub(crate) fn area(&mut self) -> &mut Staged<SLOTS, LEVELS, H> {
         self.0
             .get_or_insert_with(|| alloc::boxed::Box::new(Staged::IDLE))
     }

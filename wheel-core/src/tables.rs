@@ -2,23 +2,23 @@
 //! true as lists are filed and emptied, so that the next occupied slot is
 //! two `trailing_zeros` away.
 
-use crate::level::{Heads, Level, NO_HEADS, STRIPES};
+use crate::level::{Heads, Level};
 
 /// A wheel's tables: the due lists and every level's slots, with a bitmap
 /// of the occupied levels. A wheel has one set; cascading ahead builds
 /// another.
-pub(crate) struct Tables<const SLOTS: usize, const LEVELS: usize> {
+pub(crate) struct Tables<const SLOTS: usize, const LEVELS: usize, H> {
     /// Bit `k` is set iff `levels[k]` has an occupied slot.
     pub(crate) occupied_levels: u64,
     /// Timers due now.
-    pub(crate) due: Heads,
-    pub(crate) levels: [Level<SLOTS>; LEVELS],
+    pub(crate) due: H,
+    pub(crate) levels: [Level<SLOTS, H>; LEVELS],
 }
 
-impl<const SLOTS: usize, const LEVELS: usize> Tables<SLOTS, LEVELS> {
+impl<const SLOTS: usize, const LEVELS: usize, H: Heads> Tables<SLOTS, LEVELS, H> {
     pub(crate) const EMPTY: Self = Self {
         occupied_levels: 0,
-        due: NO_HEADS,
+        due: H::EMPTY,
         levels: [const { Level::EMPTY }; LEVELS],
     };
 
@@ -26,13 +26,13 @@ impl<const SLOTS: usize, const LEVELS: usize> Tables<SLOTS, LEVELS> {
     /// level bitmap, both below `LEVELS`, so the clamp (one compare and
     /// select) changes none and leaves the lookup without a panic path.
     #[inline(always)]
-    pub(crate) fn level(&self, level: usize) -> &Level<SLOTS> {
+    pub(crate) fn level(&self, level: usize) -> &Level<SLOTS, H> {
         &self.levels[level.min(LEVELS - 1)]
     }
 
     /// Level `level`, mutably.
     #[inline(always)]
-    pub(crate) fn level_mut(&mut self, level: usize) -> &mut Level<SLOTS> {
+    pub(crate) fn level_mut(&mut self, level: usize) -> &mut Level<SLOTS, H> {
         &mut self.levels[level.min(LEVELS - 1)]
     }
 
@@ -41,12 +41,12 @@ impl<const SLOTS: usize, const LEVELS: usize> Tables<SLOTS, LEVELS> {
     #[inline(always)]
     pub(crate) fn head_for(&mut self, place: Option<(usize, usize)>, stripe: usize) -> &mut u32 {
         match place {
-            None => &mut self.due[stripe % STRIPES],
+            None => self.due.head(stripe),
             Some((level, slot)) => {
                 self.occupied_levels |= 1 << level;
                 let lvl = self.level_mut(level);
                 lvl.occupied |= 1 << slot;
-                &mut lvl.slot_mut(slot)[stripe % STRIPES]
+                lvl.slot_mut(slot).head(stripe)
             }
         }
     }
@@ -56,9 +56,9 @@ impl<const SLOTS: usize, const LEVELS: usize> Tables<SLOTS, LEVELS> {
     #[inline(always)]
     pub(crate) fn pop_head(&mut self, place: Option<(usize, usize)>, stripe: usize, next: u32) {
         match place {
-            None => self.due[stripe % STRIPES] = next,
+            None => *self.due.head(stripe) = next,
             Some((level, slot)) => {
-                self.level_mut(level).slot_mut(slot)[stripe % STRIPES] = next;
+                *self.level_mut(level).slot_mut(slot).head(stripe) = next;
                 self.clear_if_empty(level, slot);
             }
         }
@@ -67,7 +67,7 @@ impl<const SLOTS: usize, const LEVELS: usize> Tables<SLOTS, LEVELS> {
     /// Clears the bits of a slot whose lists are all empty.
     #[inline(always)]
     pub(crate) fn clear_if_empty(&mut self, level: usize, slot: usize) {
-        if *self.level(level).slot(slot) == NO_HEADS {
+        if *self.level(level).slot(slot) == H::EMPTY {
             self.clear_slot(level, slot);
         }
     }
@@ -102,8 +102,8 @@ impl<const SLOTS: usize, const LEVELS: usize> Tables<SLOTS, LEVELS> {
 
     /// Takes a slot's lists whole, clearing its bits.
     #[inline(always)]
-    pub(crate) fn take_slot(&mut self, level: usize, slot: usize) -> Heads {
-        let heads = core::mem::replace(self.level_mut(level).slot_mut(slot), NO_HEADS);
+    pub(crate) fn take_slot(&mut self, level: usize, slot: usize) -> H {
+        let heads = core::mem::replace(self.level_mut(level).slot_mut(slot), H::EMPTY);
         self.clear_slot(level, slot);
         heads
     }

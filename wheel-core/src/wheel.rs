@@ -8,7 +8,8 @@
 //!   deadline is ≤ `now`; else on level `k`, the most significant digit in
 //!   which its deadline differs from `now`, in the slot of its deadline's
 //!   digit there. Within a slot (and among the due lists) it is on list
-//!   `index % STRIPES`. Nothing records where an entry is: `unlink`
+//!   `index % STRIPES` (four lists a slot for a growable wheel, one for a
+//!   fixed one: `Heads`). Nothing records where an entry is: `unlink`
 //!   computes it again, so every move of the clock must keep each
 //!   placement true.
 //! - The clock only moves forward, and never past the start of an occupied
@@ -35,14 +36,17 @@
 use core::fmt;
 
 use crate::geometry::Geometry;
-use crate::level::{stripe_of, Heads, NO_HEADS, STRIPES};
-use crate::slab::{Link, Slab, Storage, TimerId, NIL};
+use crate::level::{stripe_of, Heads};
+use crate::slab::{Link, Sealed, Slab, Storage, TimerId, NIL};
 use crate::stage::Stage;
 use crate::tables::Tables;
 use crate::ArrayStorage;
 use crate::Full;
 #[cfg(feature = "alloc")]
 use crate::VecStorage;
+
+/// The heads of a slot's lists in a wheel over storage `S`.
+type HeadsOf<T, S> = <S as Sealed<T>>::Heads;
 
 /// A timer that came due, as yielded by [`advance`](TimerWheel::advance) and
 /// [`drain`](TimerWheel::drain).
@@ -67,16 +71,16 @@ pub struct Expired<T> {
 }
 
 /// Where a wheel's earliest pending deadline lies (see `TimerWheel::earliest`).
-pub(crate) enum Earliest {
+pub(crate) enum Earliest<H> {
     /// No timer is pending.
     Empty,
     /// Timers are due: the least deadline is on the due lists, these.
-    Due(Heads),
+    Due(H),
     /// The earliest timers are all due at this tick.
     At(u64),
     /// The earliest timer is in the slot spanning `start ..= last`, on
     /// these lists.
-    InSlot { start: u64, last: u64, heads: Heads },
+    InSlot { start: u64, last: u64, heads: H },
 }
 
 /// A hierarchical timing wheel over a [`Storage`] `S`, with `SLOTS` slots
@@ -95,15 +99,15 @@ pub(crate) enum Earliest {
 /// let fired: Vec<_> = wheel.advance(100).map(|e| e.value).collect();
 /// assert_eq!(fired, ["early", "late"]);
 /// ```
-pub struct TimerWheel<T, S, const SLOTS: usize = 64, const LEVELS: usize = 11> {
+pub struct TimerWheel<T, S: Storage<T>, const SLOTS: usize = 64, const LEVELS: usize = 11> {
     now: u64,
     /// The slots of every level, and the due lists: timers whose deadline
     /// is ≤ `now`, which the next `advance` yields first.
-    tables: Tables<SLOTS, LEVELS>,
+    tables: Tables<SLOTS, LEVELS, HeadsOf<T, S>>,
     /// The due list `pop_due` tries first.
     due_cursor: usize,
     /// The next slot to cascade, filed ahead of time (see `cascade_ahead`).
-    stage: Stage<SLOTS, LEVELS>,
+    stage: Stage<SLOTS, LEVELS, HeadsOf<T, S>>,
     slab: Slab<T, S>,
 }
 
@@ -133,8 +137,10 @@ pub type Wheel<T, const SLOTS: usize = 64, const LEVELS: usize = 11> =
 /// `size_of::<FixedWheel<T, N, SLOTS, LEVELS>>()` is, rounded up to the
 /// alignment of a `u64` (8; 4 on i686):
 ///
-/// - per wheel: `56 + 3P + LEVELS × (8 + 16 × SLOTS)` (the level tables
-///   and the clock; `2P` instead of `3P` without the `alloc` feature);
+/// - per wheel: `LEVELS × (8 + 4 × SLOTS)` for the level tables (a word
+///   of occupied bits and one 4-byte list head a slot), plus 72 bytes on a
+///   64-bit target and 56 on a 32-bit one (the clock, the due list and the
+///   slab's counts; one pointer less without the `alloc` feature);
 /// - per timer: `16 + E`: the deadline and two links, then the entry,
 ///   `E` = `size_of::<T>() + 8` (a tag and a generation) rounded up to
 ///   `T`'s alignment (at least 4), and at least 12; for a `T` with a niche
@@ -144,12 +150,15 @@ pub type Wheel<T, const SLOTS: usize = 64, const LEVELS: usize = 11> =
 ///
 /// | 64 slots × 11 levels | per wheel | per `u32` timer | per `u64` timer | per `Waker` |
 /// |----------------------|-----------|-----------------|-----------------|-------------|
-/// | 64-bit target        | 11 432 B  | 28 B            | 32 B            | 40 B        |
-/// | 32-bit target        | 11 420 B  | 28 B            | 32 B            | 28 B        |
+/// | 64-bit target        | 2 976 B   | 28 B            | 32 B            | 40 B        |
+/// | 32-bit target        | 2 960 B   | 28 B            | 32 B            | 28 B        |
 ///
-/// A smaller geometry shrinks the tables: 8 slots × 22 levels take
-/// 3 016 B instead of 11 376 B. `tests/memory.rs` pins these figures on
-/// the host and on i686.
+/// A smaller geometry shrinks the tables: 8 slots × 22 levels take 880 B
+/// instead of 2 904 B. A growable [`Wheel`] keeps four lists a slot (its
+/// cascades walk them in lockstep, so that cache misses overlap); a fixed
+/// wheel keeps one, as it is small enough to stay in cache or runs on a
+/// core without one: a quarter of the tables, and fewer lists to look at.
+/// `tests/memory.rs` pins these figures on the host and on i686.
 ///
 /// # Examples
 /// ```
@@ -567,7 +576,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     /// ```
     #[inline]
     pub fn next_expiration(&self) -> Option<u64> {
-        if self.tables.due != NO_HEADS {
+        if self.tables.due != Heads::EMPTY {
             return Some(self.now);
         }
         self.next_slot().map(|(_, _, start)| start)
@@ -608,7 +617,8 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     /// A driver calls this with small `max` while it would otherwise be idle;
     /// nothing else changes: every promise holds whether or not, and however
     /// far, it cascaded ahead. The staging tables (the size of the wheel's
-    /// own level tables, about 11 KiB for 64 × 11) are allocated on first use.
+    /// own level tables, about 11 KiB for a growable 64 × 11 wheel) are
+    /// allocated on first use.
     ///
     /// # Examples
     /// ```
@@ -638,8 +648,8 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
         }
         let heads = self.tables.level_mut(area.level).slot_mut(area.slot);
         let mut moved = 0;
-        while moved < max && *heads != NO_HEADS {
-            for head in heads.iter_mut() {
+        while moved < max && *heads != Heads::EMPTY {
+            for head in heads.lists_mut() {
                 let index = *head;
                 if index != NIL && moved < max {
                     Self::pop_front(&mut self.slab, head);
@@ -721,13 +731,13 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     /// Returns how many timers they hold.
     fn validate_tables(
         &self,
-        tables: &Tables<SLOTS, LEVELS>,
+        tables: &Tables<SLOTS, LEVELS, HeadsOf<T, S>>,
         at: u64,
         kept: Option<(usize, usize)>,
         what: &str,
     ) -> usize {
         let mut linked = 0;
-        for (stripe, &head) in tables.due.iter().enumerate() {
+        for (stripe, &head) in tables.due.lists().iter().enumerate() {
             linked += self.validate_list(head, at, None, stripe);
         }
         for (level, lvl) in tables.levels.iter().enumerate() {
@@ -740,7 +750,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
             );
             let at_slot = Geometry::<SLOTS, LEVELS>::slot_for(at, level);
             for (slot, heads) in lvl.heads.iter().enumerate() {
-                let occupied = *heads != NO_HEADS || kept == Some((level, slot));
+                let occupied = *heads != Heads::EMPTY || kept == Some((level, slot));
                 assert_eq!(
                     lvl.occupied & (1 << slot) != 0,
                     occupied,
@@ -751,7 +761,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
                     !occupied || slot > at_slot,
                     "{what}: level {level} slot {slot} occupied at or behind clock {at} (slot {at_slot})"
                 );
-                for (stripe, &head) in heads.iter().enumerate() {
+                for (stripe, &head) in heads.lists().iter().enumerate() {
                     linked += self.validate_list(head, at, Some((level, slot)), stripe);
                 }
             }
@@ -779,7 +789,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
             let node = self.slab.link(index);
             assert_eq!(node.prev, prev, "entry {index}: prev link broken");
             assert_eq!(
-                stripe_of(index),
+                stripe_of::<HeadsOf<T, S>>(index),
                 stripe,
                 "entry {index} is on list {stripe} of {place:?}"
             );
@@ -856,8 +866,8 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     /// deadline, its start; any other list needs [`Self::least_on`].
     /// Only for a wheel that never cascades ahead.
     #[inline]
-    pub(crate) fn earliest(&self) -> Earliest {
-        if self.tables.due != NO_HEADS {
+    pub(crate) fn earliest(&self) -> Earliest<HeadsOf<T, S>> {
+        if self.tables.due != Heads::EMPTY {
             return Earliest::Due(self.tables.due);
         }
         match self.next_slot() {
@@ -873,9 +883,10 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
 
     /// The least deadline on the lists `heads` starts (as [`Self::earliest`]
     /// names them): a walk, `u64::MAX` if they are empty.
-    pub(crate) fn least_on(&self, heads: Heads) -> u64 {
+    pub(crate) fn least_on(&self, heads: HeadsOf<T, S>) -> u64 {
         let mut least = u64::MAX;
-        for mut index in heads {
+        for &head in heads.lists() {
+            let mut index = head;
             while index != NIL {
                 let link = self.slab.link(index);
                 least = least.min(link.deadline);
@@ -886,9 +897,10 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     }
 
     /// Some pending timers of the latest occupied slot (the due lists if no
-    /// slot is occupied), as (index, deadline): each list's first two. A
-    /// full [`WakerQueue`](crate::WakerQueue) wakes one of them early.
-    pub(crate) fn latest(&self) -> [(u32, u64); 2 * STRIPES] {
+    /// slot is occupied), as (index, deadline): the first two of each list
+    /// (of up to four; the rest are `NIL`). A full
+    /// [`WakerQueue`](crate::WakerQueue) wakes one of them early.
+    pub(crate) fn latest(&self) -> [(u32, u64); 8] {
         let heads = match self.tables.occupied_levels {
             0 => self.tables.due,
             levels => {
@@ -896,8 +908,8 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
                 *level.slot(63 - level.occupied.leading_zeros() as usize)
             }
         };
-        let mut latest = [(NIL, 0); 2 * STRIPES];
-        for (pair, head) in latest.chunks_exact_mut(2).zip(heads) {
+        let mut latest = [(NIL, 0); 8];
+        for (pair, &head) in latest.chunks_exact_mut(2).zip(heads.lists()) {
             let mut index = head;
             for found in pair {
                 if index == NIL {
@@ -915,7 +927,9 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     #[inline(always)]
     fn link(&mut self, index: u32, deadline: u64) {
         let place = self.place_of(deadline);
-        let head = self.tables.head_for(place, stripe_of(index));
+        let head = self
+            .tables
+            .head_for(place, stripe_of::<HeadsOf<T, S>>(index));
         Self::push_front(&mut self.slab, head, index);
     }
 
@@ -955,11 +969,11 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
             self.slab.link_mut(prev).next = next;
             return;
         }
-        let stripe = stripe_of(index);
+        let stripe = stripe_of::<HeadsOf<T, S>>(index);
         let place = self.place_of(link.deadline);
         if let (Some((level, slot)), Some(st)) = (place, self.stage.active_mut()) {
             if st.covers(level, slot) {
-                let own = &mut self.tables.level_mut(level).slot_mut(slot)[stripe];
+                let own = self.tables.level_mut(level).slot_mut(slot).head(stripe);
                 if *own == index {
                     *own = next;
                 } else {
@@ -985,19 +999,27 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     fn pop_due(&mut self) -> Option<Expired<T>> {
         // Round-robin over the due lists, so that consecutive pops follow
         // independent chains and their link loads overlap.
-        let stripe = (0..STRIPES)
-            .map(|k| (self.due_cursor + k) % STRIPES)
-            .find(|&stripe| self.tables.due[stripe] != NIL)?;
+        let stripes = HeadsOf::<T, S>::STRIPES;
+        let stripe = (0..stripes)
+            .map(|k| (self.due_cursor + k) % stripes)
+            .find(|&stripe| {
+                self.tables
+                    .due
+                    .lists()
+                    .get(stripe)
+                    .is_some_and(|&head| head != NIL)
+            })?;
         self.due_cursor = stripe + 1;
-        let index = Self::pop_front(&mut self.slab, &mut self.tables.due[stripe % STRIPES]);
+        let index = Self::pop_front(&mut self.slab, self.tables.due.head(stripe));
         self.slab.remove(index)
     }
 
     /// Appends timers due at the clock (a level-0 slot's, or those staged
     /// for this tick) to the due lists, stripe by stripe.
-    fn splice_due(&mut self, lists: Heads) {
+    fn splice_due(&mut self, lists: HeadsOf<T, S>) {
         // List `s` holds only entries of stripe `s`, so lists pair up.
-        for (due, mut index) in self.tables.due.iter_mut().zip(lists) {
+        for (due, &head) in self.tables.due.lists_mut().iter_mut().zip(lists.lists()) {
+            let mut index = head;
             if *due == NIL {
                 *due = index;
                 continue;
@@ -1051,7 +1073,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
                 core::mem::swap(live, staged);
             }
             self.tables.occupied_levels |= core::mem::take(&mut st.tables.occupied_levels);
-            let due = core::mem::replace(&mut st.tables.due, NO_HEADS);
+            let due = core::mem::replace(&mut st.tables.due, Heads::EMPTY);
             st.finish();
             self.splice_due(due);
         } else if !in_order {
@@ -1059,8 +1081,8 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
         }
         // The lists are walked in lockstep: each one's next link is a load
         // that does not wait for the others', so their misses overlap.
-        while cursors != NO_HEADS {
-            for cursor in &mut cursors {
+        while cursors != Heads::EMPTY {
+            for cursor in cursors.lists_mut() {
                 let index = *cursor;
                 if index != NIL {
                     let Link { next, deadline, .. } = *self.slab.link(index);

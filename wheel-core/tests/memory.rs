@@ -31,7 +31,10 @@ fn entry<T>() -> usize {
 
 /// `FixedWheel<T, N, SLOTS, LEVELS>` as its docs state it.
 fn fixed_wheel<T, const N: usize, const SLOTS: usize, const LEVELS: usize>() -> usize {
-    let tables = 24 + LEVELS * (8 + 16 * SLOTS);
+    // One list a slot in a fixed wheel: a slot is its occupied bit's word
+    // share and one 4-byte head; the due list one head, beside the word of
+    // occupied levels.
+    let tables = round_up(12 + LEVELS * (8 + 4 * SLOTS), A);
     let stage = if cfg!(feature = "alloc") { P } else { 0 };
     let per_timer = 16 + entry::<T>();
     let storage = round_up(N * per_timer + P, A);
@@ -64,7 +67,7 @@ fn a_fixed_wheel_takes_what_its_docs_say() {
     // The default geometry's two figures, per wheel and per timer.
     // Without `alloc` there is no staging box: one pointer less.
     let per_wheel =
-        if P == 8 { 11_432 } else { 11_420 } - if cfg!(feature = "alloc") { 0 } else { P };
+        if P == 8 { 2_976 } else { 2_960 } - if cfg!(feature = "alloc") { 0 } else { P };
     assert_eq!(size_of::<FixedWheel<u64, 0>>(), per_wheel, "per wheel");
     assert_eq!(
         size_of::<FixedWheel<u64, 2>>() - size_of::<FixedWheel<u64, 1>>(),
@@ -77,14 +80,14 @@ fn a_fixed_wheel_takes_what_its_docs_say() {
 fn a_waker_queue_takes_what_its_docs_say() {
     // The near cells (a deadline, a waker and a tag byte each, 16 of
     // them, their least deadline, a word of taken bits and the least's
-    // cell), the wheel (16 x 16), the index (8 bytes a task), the earliest
+    // cell), the wheel (64 x 11), the index (8 bytes a task), the earliest
     // deadline, the staleness flag and the walked slot.
     for (n, size) in [
         (1, size_of::<WakerQueue<1>>()),
         (8, size_of::<WakerQueue<8>>()),
         (64, size_of::<WakerQueue<64>>()),
     ] {
-        let wheel = fixed_wheel::<Waker, 0, 16, 16>() + n * (16 + entry::<Waker>());
+        let wheel = fixed_wheel::<Waker, 0, 64, 11>() + n * (16 + entry::<Waker>());
         let index = n * 8;
         let near = round_up(16 * (8 + size_of::<Option<Waker>>() + 1) + 8 + 4 + 1, A);
         assert_eq!(
