@@ -31,8 +31,9 @@
 //!   deadline moved for `WakerQueue`. Per alarm, `n` always pending.
 //!
 //! The tasks' wakers are of the kind embassy's executor makes (a task's
-//! address; clone and drop do nothing, a wake sets the task's flag), so
-//! neither queue's figures carry a reference count's locked operations.
+//! address; clone and drop do nothing, a wake queues the task to run,
+//! once), so neither queue's figures carry a reference count's locked
+//! operations.
 //!
 //! Only the batches are timed, each with two readings of the monotonic
 //! clock less what a reading costs: a batch takes well under a
@@ -177,8 +178,9 @@ fn wakers(n: usize) -> Vec<Waker> {
             }));
             let raw = RawWaker::new(core::ptr::from_ref(task).cast(), &TASK_WAKER);
             // SAFETY: the vtable's functions keep `RawWaker`'s contract: the
-            // data is a `Task` that lives for ever, which they only read
-            // through a shared reference, and a clone is the same pointer.
+            // data is a `Task` that lives for ever, which they touch only
+            // through a shared reference (a wake stores to its atomic flag),
+            // and a clone is the same pointer.
             unsafe { Waker::from_raw(raw) }
         })
         .collect()

@@ -73,9 +73,10 @@
 //! aligned to 16 bytes or less (the deadline and two links in one array; a
 //! generation and the entry's tag beside the value in another), plus the
 //! fixed tables: 11 levels × 64 slots × 4 lists × 4 bytes ≈ 11 KiB for a
-//! [`Wheel`], a quarter of that (2.9 KiB) for a [`FixedWheel`] (a smaller
-//! geometry shrinks them: 8 slots × 22 levels is 880 B), and as much again
-//! for staging the first time `cascade_ahead` is called.
+//! [`Wheel`], about a quarter of that (2.9 KiB with the words of occupied
+//! bits) for a [`FixedWheel`] (a smaller geometry shrinks them: 8 slots ×
+//! 22 levels is 880 B in a `FixedWheel`), and as much again for staging
+//! the first time `cascade_ahead` is called.
 //!
 //! # Promises
 //!

@@ -36,6 +36,7 @@ mod near;
 
 use core::task::Waker;
 
+use crate::slab::NIL;
 use crate::wheel::Earliest;
 use crate::FixedWheel;
 use index::{hash, Index, VACANT};
@@ -492,7 +493,7 @@ impl<const N: usize> WakerQueue<N> {
         }
         let kept = self.walked.map_or(u64::MAX, |walked| walked.least);
         let latest = self.wheel.latest();
-        let candidates = latest.iter().filter(|&&(index, _)| index != VACANT);
+        let candidates = latest.iter().filter(|&&(index, _)| index != NIL);
         let mut chosen = None;
         for &(index, deadline) in candidates {
             if chosen.is_none() || (deadline != self.earliest && deadline != kept) {

@@ -139,8 +139,9 @@ pub type Wheel<T, const SLOTS: usize = 64, const LEVELS: usize = 11> =
 ///
 /// - per wheel: `LEVELS × (8 + 4 × SLOTS)` for the level tables (a word
 ///   of occupied bits and one 4-byte list head a slot), plus 72 bytes on a
-///   64-bit target and 56 on a 32-bit one (the clock, the due list and the
-///   slab's counts; one pointer less without the `alloc` feature);
+///   64-bit target and 56 on a 32-bit one (the clock, the word of occupied
+///   levels, the due list, the due cursor, the staging pointer, the slab's
+///   counts and padding; one pointer less without the `alloc` feature);
 /// - per timer: `16 + E`: the deadline and two links, then the entry,
 ///   `E` = `size_of::<T>() + 8` (a tag and a generation) rounded up to
 ///   `T`'s alignment (at least 4), and at least 12; for a `T` with a niche
@@ -897,8 +898,8 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     }
 
     /// Some pending timers of the latest occupied slot (the due lists if no
-    /// slot is occupied), as (index, deadline): the first two of each list
-    /// (of up to four; the rest are `NIL`). A full
+    /// slot is occupied), as (index, deadline): the first eight of one
+    /// list, the first two of each of four (the rest are `NIL`). A full
     /// [`WakerQueue`](crate::WakerQueue) wakes one of them early.
     pub(crate) fn latest(&self) -> [(u32, u64); 8] {
         let heads = match self.tables.occupied_levels {
@@ -909,9 +910,12 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
             }
         };
         let mut latest = [(NIL, 0); 8];
-        for (pair, &head) in latest.chunks_exact_mut(2).zip(heads.lists()) {
+        // As many from each list as fit: a full queue then has as many to
+        // choose from whatever its lists a slot.
+        let per_list = (latest.len() / heads.lists().len().max(1)).max(1);
+        for (some, &head) in latest.chunks_mut(per_list).zip(heads.lists()) {
             let mut index = head;
-            for found in pair {
+            for found in some {
                 if index == NIL {
                     break;
                 }
