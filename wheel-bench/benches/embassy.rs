@@ -49,7 +49,7 @@ use std::task::{RawWaker, RawWakerVTable, Waker};
 use std::time::{Duration, Instant};
 
 use criterion::measurement::WallTime;
-use criterion::{BenchmarkGroup, BenchmarkId, Criterion};
+use criterion::{Bencher, BenchmarkGroup, BenchmarkId, Criterion};
 use embassy_time_queue_utils::queue_generic::ConstGenericQueue;
 use wheel_core::WakerQueue;
 
@@ -86,6 +86,16 @@ fn measure(f: impl FnOnce()) -> Duration {
 /// Per-call time of `batches` batches of `per_batch` calls, `iters` asked.
 fn per_iteration(timed: Duration, iters: u64, batches: u64, per_batch: u64) -> Duration {
     timed.mul_f64(iters as f64 / (batches * per_batch) as f64)
+}
+
+/// Runs `iters` calls for criterion in batches of `per_batch`: `batch`
+/// runs one batch and returns how long its timed part took.
+fn in_batches(b: &mut Bencher<'_>, per_batch: u64, mut batch: impl FnMut() -> Duration) {
+    b.iter_custom(|iters| {
+        let batches = iters.div_ceil(per_batch);
+        let timed = (0..batches).map(|_| batch()).sum();
+        per_iteration(timed, iters, batches, per_batch)
+    });
 }
 
 /// The two queues' shared calls.
@@ -201,21 +211,17 @@ fn new_task<Q: Queue>(group: &mut BenchmarkGroup<'_, WallTime>, n: usize) {
     let mut queue: Q = filled(&pending);
     let mut now = 0;
     group.bench_function(BenchmarkId::new(Q::NAME, n), |b| {
-        b.iter_custom(|iters| {
-            let mut timed = Duration::ZERO;
-            let batches = iters.div_ceil(BATCH);
-            for _ in 0..batches {
-                timed += measure(|| {
-                    for (k, waker) in fresh.iter().enumerate() {
-                        // Spread over 1 000 ticks, all before the pending ones.
-                        let at = now + 1 + (k as u64 * 383) % 1_000;
-                        black_box(queue.schedule_wake(black_box(at), waker));
-                    }
-                });
-                now += 1_000;
-                black_box(queue.next_expiration(now));
-            }
-            per_iteration(timed, iters, batches, BATCH)
+        in_batches(b, BATCH, || {
+            let timed = measure(|| {
+                for (k, waker) in fresh.iter().enumerate() {
+                    // Spread over 1 000 ticks, all before the pending ones.
+                    let at = now + 1 + (k as u64 * 383) % 1_000;
+                    black_box(queue.schedule_wake(black_box(at), waker));
+                }
+            });
+            now += 1_000;
+            black_box(queue.next_expiration(now));
+            timed
         });
     });
 }
@@ -225,21 +231,16 @@ fn repoll<Q: Queue>(group: &mut BenchmarkGroup<'_, WallTime>, n: usize) {
     let mut queue: Q = filled(&pending);
     let mut k = 0;
     group.bench_function(BenchmarkId::new(Q::NAME, n), |b| {
-        b.iter_custom(|iters| {
-            let batches = iters.div_ceil(RUN);
-            let mut timed = Duration::ZERO;
-            for _ in 0..batches {
-                timed += measure(|| {
-                    for _ in 0..RUN {
-                        // Tasks in turn, so a scan meets them at every depth.
-                        // A compare, not `%`: a division's latency would
-                        // chain the calls and time the bench, not the queue.
-                        k = if k + 1 == n { 0 } else { k + 1 };
-                        black_box(queue.schedule_wake(black_box(FAR * 2), &pending[k]));
-                    }
-                });
-            }
-            per_iteration(timed, iters, batches, RUN)
+        in_batches(b, RUN, || {
+            measure(|| {
+                for _ in 0..RUN {
+                    // Tasks in turn, so a scan meets them at every depth.
+                    // A compare, not `%`: a division's latency would
+                    // chain the calls and time the bench, not the queue.
+                    k = if k + 1 == n { 0 } else { k + 1 };
+                    black_box(queue.schedule_wake(black_box(FAR * 2), &pending[k]));
+                }
+            })
         });
     });
 }
@@ -256,32 +257,28 @@ fn expire<Q: Queue>(group: &mut BenchmarkGroup<'_, WallTime>, n: usize) {
     let period = tasks.len() as u64 * STEP;
     let mut next = 0;
     group.bench_function(BenchmarkId::new(Q::NAME, n), |b| {
-        b.iter_custom(|iters| {
-            let mut timed = Duration::ZERO;
-            let batches = iters.div_ceil(BATCH);
-            for _ in 0..batches {
-                let first = next;
-                timed += measure(|| {
-                    for k in 0..BATCH as usize {
-                        let task = first + k;
-                        let task = if task >= due.len() {
-                            task - due.len()
-                        } else {
-                            task
-                        };
-                        let now = due[task];
-                        black_box(queue.next_expiration(black_box(now)));
-                    }
-                });
-                // The batch's tasks wait again, one period on.
+        in_batches(b, BATCH, || {
+            let first = next;
+            let timed = measure(|| {
                 for k in 0..BATCH as usize {
-                    let task = (first + k) % due.len();
-                    due[task] += period;
-                    queue.schedule_wake(due[task], &tasks[task]);
+                    let task = first + k;
+                    let task = if task >= due.len() {
+                        task - due.len()
+                    } else {
+                        task
+                    };
+                    let now = due[task];
+                    black_box(queue.next_expiration(black_box(now)));
                 }
-                next = (first + BATCH as usize) % due.len();
+            });
+            // The batch's tasks wait again, one period on.
+            for k in 0..BATCH as usize {
+                let task = (first + k) % due.len();
+                due[task] += period;
+                queue.schedule_wake(due[task], &tasks[task]);
             }
-            per_iteration(timed, iters, batches, BATCH)
+            next = (first + BATCH as usize) % due.len();
+            timed
         });
     });
 }
@@ -309,27 +306,22 @@ fn driver<Q: Queue>(group: &mut BenchmarkGroup<'_, WallTime>, n: usize) {
     }
     let mut alarm = queue.next_expiration(now);
     group.bench_function(BenchmarkId::new(Q::NAME, n), |b| {
-        b.iter_custom(|iters| {
-            let mut timed = Duration::ZERO;
-            let batches = iters.div_ceil(BATCH);
-            for _ in 0..batches {
-                timed += measure(|| {
-                    for _ in 0..BATCH {
-                        // The alarm fires: the driver wakes what is due and
-                        // sets the alarm again.
-                        now = alarm;
-                        alarm = queue.next_expiration(black_box(now));
-                        // Each woken task runs and waits again; the driver
-                        // moves the alarm when the queue asks it to.
-                        while let Some(task) = run_next() {
-                            if queue.schedule_wake(now + delay(), &tasks[task]) {
-                                alarm = queue.next_expiration(now);
-                            }
+        in_batches(b, BATCH, || {
+            measure(|| {
+                for _ in 0..BATCH {
+                    // The alarm fires: the driver wakes what is due and
+                    // sets the alarm again.
+                    now = alarm;
+                    alarm = queue.next_expiration(black_box(now));
+                    // Each woken task runs and waits again; the driver
+                    // moves the alarm when the queue asks it to.
+                    while let Some(task) = run_next() {
+                        if queue.schedule_wake(now + delay(), &tasks[task]) {
+                            alarm = queue.next_expiration(now);
                         }
                     }
-                });
-            }
-            per_iteration(timed, iters, batches, BATCH)
+                }
+            })
         });
     });
 }
@@ -338,17 +330,12 @@ fn idle<Q: Queue>(group: &mut BenchmarkGroup<'_, WallTime>, n: usize) {
     let pending = wakers(n);
     let mut queue: Q = filled(&pending);
     group.bench_function(BenchmarkId::new(Q::NAME, n), |b| {
-        b.iter_custom(|iters| {
-            let batches = iters.div_ceil(RUN);
-            let mut timed = Duration::ZERO;
-            for _ in 0..batches {
-                timed += measure(|| {
-                    for _ in 0..RUN {
-                        black_box(queue.next_expiration(black_box(FAR - 1)));
-                    }
-                });
-            }
-            per_iteration(timed, iters, batches, RUN)
+        in_batches(b, RUN, || {
+            measure(|| {
+                for _ in 0..RUN {
+                    black_box(queue.next_expiration(black_box(FAR - 1)));
+                }
+            })
         });
     });
 }
