@@ -5,9 +5,10 @@
 //! # Ground rules
 //!
 //! - One entry per task: wakers that [`will_wake`](Waker::will_wake) each
-//!   other are one task, found by a hash of the two pointers `will_wake`
-//!   compares: a near cell by a tag of it, a wheel entry through the index
-//!   (`index.rs`), which holds wheel entries only.
+//!   other are one task: a near cell is found by a tag of the waker's data
+//!   pointer (`near.rs`), a wheel entry through the index (`index.rs`, a
+//!   hash of the two pointers `will_wake` compares), which holds wheel
+//!   entries only.
 //! - A new entry takes a vacant near cell; when none is vacant, one earlier
 //!   than the latest near entry takes that entry's cell and the latest moves
 //!   to the wheel; any other goes to the wheel. An entry keeps its place
@@ -209,12 +210,15 @@ impl<const N: usize> WakerQueue<N> {
     /// assert_eq!(queue.len(), 2);
     /// ```
     pub fn schedule_wake(&mut self, at: u64, waker: &Waker) -> bool {
+        // Begun before the common calls' checks, which its multiply then
+        // overlaps; only the calls past them use it.
         let hash = hash(waker);
         // The common calls, kept small: a near task's deadline lowered, or
         // a new task into a vacant cell while the wheel holds none.
         if !self.stale && self.wheel.is_empty() {
+            let tag = tag(waker);
             let before = self.earliest;
-            if let Some(cell) = self.near.find(tag(hash), waker) {
+            if let Some(cell) = self.near.find(tag, waker) {
                 if at >= self.near.deadline(cell) {
                     return false;
                 }
@@ -226,7 +230,7 @@ impl<const N: usize> WakerQueue<N> {
             // `insert` checks the cells; the queue's own room matters only
             // when it holds fewer entries than there are cells.
             let room = N >= CELLS || self.near.len() < N;
-            if room && self.near.insert(at, waker.clone(), tag(hash)).is_ok() {
+            if room && self.near.insert(at, waker.clone(), tag).is_ok() {
                 self.earliest = before.min(at);
                 return self.earliest < before || was_empty;
             }
@@ -255,7 +259,7 @@ impl<const N: usize> WakerQueue<N> {
             };
             self.wheel.reschedule(id, at);
             self.refiled(Some(old), Some(at));
-        } else if let Some(cell) = self.near.find(tag(hash), waker) {
+        } else if let Some(cell) = self.near.find(tag(waker), waker) {
             if at >= self.near.deadline(cell) {
                 return false;
             }
@@ -349,7 +353,7 @@ impl<const N: usize> WakerQueue<N> {
     /// ```
     pub fn validate(&self) {
         self.wheel.validate();
-        self.near.validate(|waker| tag(hash(waker)));
+        self.near.validate(tag);
         let mut indexed = 0;
         for position in 0..Index::<N>::POSITIONS {
             let index = self.index.at(position);
@@ -365,7 +369,7 @@ impl<const N: usize> WakerQueue<N> {
                 "entry {index} at position {position} is not found from its home"
             );
             assert!(
-                self.near.find(tag(hash(waker)), waker).is_none(),
+                self.near.find(tag(waker), waker).is_none(),
                 "entry {index}'s task is near too"
             );
         }
@@ -405,7 +409,8 @@ impl<const N: usize> WakerQueue<N> {
     /// moves to the wheel), else in the wheel. Returns a waker to wake
     /// early if there was no room (never, with room made).
     fn file(&mut self, hash: u32, at: u64, waker: Waker) -> Option<Waker> {
-        match self.near.insert(at, waker, tag(hash)) {
+        let tag = tag(&waker);
+        match self.near.insert(at, waker, tag) {
             Ok(_) => None,
             Err(waker) => self.file_past_near(hash, at, waker),
         }
@@ -422,7 +427,8 @@ impl<const N: usize> WakerQueue<N> {
         // The latest near entry makes way: it moves to the wheel.
         let moving = self.near.take_one(cell)?;
         let early = self.file_in_wheel(index::hash(&moving), latest, moving);
-        match self.near.insert(at, waker, tag(hash)) {
+        let tag = tag(&waker);
+        match self.near.insert(at, waker, tag) {
             Ok(_) => early,
             Err(waker) => Some(waker),
         }

@@ -1,6 +1,6 @@
 //! The near set of a [`WakerQueue`](super::WakerQueue): a few entries held
 //! flat beside the wheel, each a deadline, a waker and a tag of the
-//! waker's hash in a numbered cell.
+//! waker's data pointer in a numbered cell.
 //!
 //! A scan of a few packed deadlines costs less than a wheel's cascades and
 //! the walk that finds its earliest deadline, and a scan of a few packed
@@ -18,11 +18,20 @@ pub(super) const CELLS: usize = 16;
 /// Every cell taken.
 const ALL: u32 = (1 << CELLS) - 1;
 
-/// The tag of a waker with hash `hash`: its low bits, which the index's
-/// home (the high bits) does not use.
+/// The tag no waker has: a vacant cell's, so that a lookup needs no mask
+/// of the taken cells.
+const VACANT_TAG: u8 = u8::MAX;
+
+/// A waker's tag: a fold of its data pointer's bits above a task's
+/// alignment (a shift or two, where the index's hash multiplies), never
+/// [`VACANT_TAG`]. Wakers that [`will_wake`](Waker::will_wake) each other
+/// share their data pointer, so a task has one tag; tasks whose tags
+/// collide cost a compare of their wakers more.
 #[inline]
-pub(super) fn tag(hash: u32) -> u8 {
-    hash as u8
+pub(super) fn tag(waker: &Waker) -> u8 {
+    let data = waker.data().addr();
+    let folded = (data >> 4) ^ (data >> 12) ^ (data >> 20);
+    (folded as u8).min(VACANT_TAG - 1)
 }
 
 /// The high bit of every byte of `tags` that is `tag`, and perhaps of
@@ -36,23 +45,14 @@ fn tag_candidates(tags: u64, tag: u8) -> u64 {
     differ.wrapping_sub(ONES) & !differ & HIGH
 }
 
-/// The high bit of byte `k` of the result for each bit `k` set in `bits`.
-#[inline]
-fn taken_bytes(bits: u8) -> u64 {
-    // Byte k of the product is `bits`; the mask keeps bit k in byte k, and
-    // adding 0x7f to each byte carries into its high bit iff it is not 0.
-    let kept = (u64::from(bits) * 0x0101_0101_0101_0101) & 0x8040_2010_0804_0201;
-    (kept + 0x7f7f_7f7f_7f7f_7f7f) & 0x8080_8080_8080_8080
-}
-
 /// `CELLS` entries, each taken or vacant.
 pub(super) struct Near {
     /// Each cell's deadline; `u64::MAX` when vacant, so that a scan for the
     /// least needs no mask.
     deadlines: [u64; CELLS],
     wakers: [Option<Waker>; CELLS],
-    /// Each taken cell's [`tag`], byte `c % 8` of word `c / 8`, so that a
-    /// lookup compares few wakers. Written a word at a time: a byte store
+    /// Each cell's [`tag`] ([`VACANT_TAG`] if vacant), byte `c % 8` of
+    /// word `c / 8`, so that a lookup compares few wakers. Written a word at a time: a byte store
     /// would stall the next lookup's word load until it retires.
     tags: [u64; CELLS / 8],
     /// The least deadline held (`u64::MAX` if none), so that a call with
@@ -69,7 +69,7 @@ impl Near {
     pub(super) const EMPTY: Self = Self {
         deadlines: [u64::MAX; CELLS],
         wakers: [const { None }; CELLS],
-        tags: [0; CELLS / 8],
+        tags: [u64::MAX; CELLS / 8],
         least: u64::MAX,
         least_cell: 0,
         taken: 0,
@@ -90,10 +90,7 @@ impl Near {
     #[inline]
     pub(super) fn find(&self, tag: u8, waker: &Waker) -> Option<usize> {
         for (word, &tags) in self.tags.iter().enumerate() {
-            // A vacant cell keeps the tag of the task that left it (often
-            // the very task asking again): masked out, it costs no compare.
-            let taken = taken_bytes((self.taken >> (8 * word)) as u8);
-            let mut matches = tag_candidates(tags, tag) & taken;
+            let mut matches = tag_candidates(tags, tag);
             while matches != 0 {
                 let cell = word * 8 + (matches.trailing_zeros() / 8) as usize;
                 if self.waker(cell).is_some_and(|held| held.will_wake(waker)) {
@@ -170,6 +167,11 @@ impl Near {
         self.taken &= !(1 << cell);
         if let Some(at) = self.deadlines.get_mut(cell) {
             *at = u64::MAX;
+        }
+        // Not the tag of the task that left (often the very task asking
+        // again), which a lookup would then compare for nothing.
+        if let Some(tags) = self.tags.get_mut(cell / 8) {
+            *tags |= u64::from(VACANT_TAG) << (8 * (cell % 8));
         }
         Some(waker)
     }
@@ -255,10 +257,13 @@ impl Near {
                 taken,
                 "cell {cell}: taken {taken}"
             );
+            let held = (self.tags[cell / 8] >> (8 * (cell % 8))) as u8;
             match self.waker(cell) {
-                None => assert_eq!(self.deadline(cell), u64::MAX, "vacant cell {cell}"),
+                None => {
+                    assert_eq!(self.deadline(cell), u64::MAX, "vacant cell {cell}");
+                    assert_eq!(held, VACANT_TAG, "vacant cell {cell}'s tag");
+                }
                 Some(waker) => {
-                    let held = (self.tags[cell / 8] >> (8 * (cell % 8))) as u8;
                     assert_eq!(held, tag_of(waker), "cell {cell}'s tag");
                     assert_eq!(
                         self.find(tag_of(waker), waker),
@@ -283,16 +288,31 @@ impl Near {
 
 #[cfg(test)]
 mod tests {
-    use super::{tag_candidates, taken_bytes};
+    use super::tag_candidates;
 
+    /// Tasks' wakers from a real allocator: none has the vacant cells' tag,
+    /// and their tags spread.
+    #[cfg(feature = "alloc")]
     #[test]
-    fn taken_bytes_marks_the_byte_of_each_bit() {
-        for bits in 0..=u8::MAX {
-            let expected = (0..8)
-                .filter(|k| bits & (1 << k) != 0)
-                .fold(0u64, |mask, k| mask | 0x80 << (8 * k));
-            assert_eq!(taken_bytes(bits), expected, "bits {bits:#010b}");
+    fn no_waker_has_the_vacant_tag_and_tags_spread() {
+        use super::{tag, VACANT_TAG};
+        use alloc::sync::Arc;
+        use alloc::task::Wake;
+        use alloc::vec::Vec;
+        use core::task::Waker;
+
+        struct Task;
+        impl Wake for Task {
+            fn wake(self: Arc<Self>) {}
         }
+        let wakers: Vec<Waker> = (0..4096).map(|_| Waker::from(Arc::new(Task))).collect();
+        let mut seen = [false; 256];
+        for waker in &wakers {
+            seen[usize::from(tag(waker))] = true;
+        }
+        assert!(!seen[usize::from(VACANT_TAG)], "a waker has the vacant tag");
+        let distinct = seen.iter().filter(|&&seen| seen).count();
+        assert!(distinct >= 64, "4096 tasks have {distinct} tags");
     }
 
     #[test]
