@@ -6,7 +6,16 @@
 //! ```text
 //! cargo bench -p wheel-bench --bench embassy                     # everything, about a minute
 //! cargo bench -p wheel-bench --bench embassy -- 'repoll/'         # one group
+//! cargo bench -p wheel-bench --bench embassy -- --alternate       # the two in turn, 10 s
 //! ```
+//!
+//! criterion times each queue for a second or so, one after the other, so
+//! a shared machine's load can fall on one and not the other (embassy's
+//! own figures moved 1.6× between runs). `--alternate` skips criterion:
+//! per shape and size it takes 21 samples of each queue in turn, each a few
+//! milliseconds of batches, and prints the median ns per call and the
+//! median of the per-sample ratios with its second lowest and second
+//! highest, which hold within a few per cent from run to run.
 //!
 //! The shapes, per call:
 //!
@@ -100,14 +109,12 @@ fn in_batches(b: &mut Bencher<'_>, per_batch: u64, mut batch: impl FnMut() -> Du
 
 /// The two queues' shared calls.
 trait Queue {
-    const NAME: &'static str;
     fn new() -> Self;
     fn schedule_wake(&mut self, at: u64, waker: &Waker) -> bool;
     fn next_expiration(&mut self, now: u64) -> u64;
 }
 
 impl<const N: usize> Queue for WakerQueue<N> {
-    const NAME: &'static str = "wheel-core";
     fn new() -> Self {
         WakerQueue::new()
     }
@@ -120,7 +127,6 @@ impl<const N: usize> Queue for WakerQueue<N> {
 }
 
 impl<const N: usize> Queue for ConstGenericQueue<N> {
-    const NAME: &'static str = "embassy";
     fn new() -> Self {
         ConstGenericQueue::new()
     }
@@ -205,165 +211,354 @@ fn filled<Q: Queue>(wakers: &[Waker]) -> Q {
     queue
 }
 
-fn new_task<Q: Queue>(group: &mut BenchmarkGroup<'_, WallTime>, n: usize) {
-    let pending = wakers(n - BATCH as usize / 2);
-    let fresh = wakers(BATCH as usize);
-    let mut queue: Q = filled(&pending);
-    let mut now = 0;
-    group.bench_function(BenchmarkId::new(Q::NAME, n), |b| {
-        in_batches(b, BATCH, || {
-            let timed = measure(|| {
-                for (k, waker) in fresh.iter().enumerate() {
-                    // Spread over 1 000 ticks, all before the pending ones.
-                    let at = now + 1 + (k as u64 * 383) % 1_000;
-                    black_box(queue.schedule_wake(black_box(at), waker));
-                }
-            });
-            now += 1_000;
-            black_box(queue.next_expiration(now));
-            timed
-        });
-    });
+/// One shape on one queue: its state, kept from batch to batch.
+trait Shape {
+    /// Calls in a batch.
+    const PER_BATCH: u64;
+    /// Runs one batch, and whatever must happen between batches untimed;
+    /// returns the batch's timed span.
+    fn batch(&mut self) -> Duration;
 }
 
-fn repoll<Q: Queue>(group: &mut BenchmarkGroup<'_, WallTime>, n: usize) {
-    let pending = wakers(n);
-    let mut queue: Q = filled(&pending);
-    let mut k = 0;
-    group.bench_function(BenchmarkId::new(Q::NAME, n), |b| {
-        in_batches(b, RUN, || {
-            measure(|| {
-                for _ in 0..RUN {
-                    // Tasks in turn, so a scan meets them at every depth.
-                    // A compare, not `%`: a division's latency would
-                    // chain the calls and time the bench, not the queue.
-                    k = if k + 1 == n { 0 } else { k + 1 };
-                    black_box(queue.schedule_wake(black_box(FAR * 2), &pending[k]));
-                }
-            })
-        });
-    });
+/// `schedule_wake` for tasks not queued, earlier than the pending ones.
+struct NewTask<Q> {
+    fresh: Vec<Waker>,
+    queue: Q,
+    now: u64,
 }
 
-fn expire<Q: Queue>(group: &mut BenchmarkGroup<'_, WallTime>, n: usize) {
-    // `n + 4` tasks due one after another, `STEP` ticks apart.
-    const STEP: u64 = 97;
-    let tasks = wakers(n + BATCH as usize / 2);
-    let mut queue = Q::new();
-    let mut due: Vec<u64> = (1..=tasks.len() as u64).map(|k| k * STEP).collect();
-    for (waker, &at) in tasks.iter().zip(&due) {
-        queue.schedule_wake(at, waker);
+impl<Q: Queue> NewTask<Q> {
+    fn new(n: usize) -> Self {
+        Self {
+            fresh: wakers(BATCH as usize),
+            queue: filled(&wakers(n - BATCH as usize / 2)),
+            now: 0,
+        }
     }
-    let period = tasks.len() as u64 * STEP;
-    let mut next = 0;
-    group.bench_function(BenchmarkId::new(Q::NAME, n), |b| {
-        in_batches(b, BATCH, || {
-            let first = next;
-            let timed = measure(|| {
-                for k in 0..BATCH as usize {
-                    let task = first + k;
-                    let task = if task >= due.len() {
-                        task - due.len()
-                    } else {
-                        task
-                    };
-                    let now = due[task];
-                    black_box(queue.next_expiration(black_box(now)));
-                }
-            });
-            // The batch's tasks wait again, one period on.
-            for k in 0..BATCH as usize {
-                let task = (first + k) % due.len();
-                due[task] += period;
-                queue.schedule_wake(due[task], &tasks[task]);
+}
+
+impl<Q: Queue> Shape for NewTask<Q> {
+    const PER_BATCH: u64 = BATCH;
+    fn batch(&mut self) -> Duration {
+        let Self { fresh, queue, now } = self;
+        let timed = measure(|| {
+            for (k, waker) in fresh.iter().enumerate() {
+                // Spread over 1 000 ticks, all before the pending ones.
+                let at = *now + 1 + (k as u64 * 383) % 1_000;
+                black_box(queue.schedule_wake(black_box(at), waker));
             }
-            next = (first + BATCH as usize) % due.len();
-            timed
         });
-    });
+        *now += 1_000;
+        black_box(queue.next_expiration(*now));
+        timed
+    }
 }
 
-fn driver<Q: Queue>(group: &mut BenchmarkGroup<'_, WallTime>, n: usize) {
-    // Each task waits 1 to `span` ticks, so deadlines lie about `STEP`
-    // ticks apart, as in `expire`.
-    const STEP: u64 = 97;
-    let span = 2 * n as u64 * STEP;
-    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
-    let mut delay = move || {
-        // xorshift64, scaled by a multiply: a division would time the bench.
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        1 + (((state >> 32) * span) >> 32)
-    };
-    // Tasks the other shapes woke are not this shape's to run.
-    RUN_QUEUE.with_borrow_mut(Vec::clear);
-    let tasks = wakers(n);
-    let mut queue = Q::new();
-    let mut now = 0;
-    for waker in &tasks {
-        queue.schedule_wake(now + delay(), waker);
+/// `schedule_wake` for queued tasks at a later deadline than their own.
+struct Repoll<Q> {
+    pending: Vec<Waker>,
+    queue: Q,
+    k: usize,
+}
+
+impl<Q: Queue> Repoll<Q> {
+    fn new(n: usize) -> Self {
+        let pending = wakers(n);
+        let queue = filled(&pending);
+        Self {
+            pending,
+            queue,
+            k: 0,
+        }
     }
-    let mut alarm = queue.next_expiration(now);
-    group.bench_function(BenchmarkId::new(Q::NAME, n), |b| {
-        in_batches(b, BATCH, || {
-            measure(|| {
-                for _ in 0..BATCH {
-                    // The alarm fires: the driver wakes what is due and
-                    // sets the alarm again.
-                    now = alarm;
-                    alarm = queue.next_expiration(black_box(now));
-                    // Each woken task runs and waits again; the driver
-                    // moves the alarm when the queue asks it to.
-                    while let Some(task) = run_next() {
-                        if queue.schedule_wake(now + delay(), &tasks[task]) {
-                            alarm = queue.next_expiration(now);
-                        }
+}
+
+impl<Q: Queue> Shape for Repoll<Q> {
+    const PER_BATCH: u64 = RUN;
+    fn batch(&mut self) -> Duration {
+        let Self { pending, queue, k } = self;
+        let n = pending.len();
+        measure(|| {
+            for _ in 0..RUN {
+                // Tasks in turn, so a scan meets them at every depth. A
+                // compare, not `%`: a division's latency would chain the
+                // calls and time the bench, not the queue.
+                *k = if *k + 1 == n { 0 } else { *k + 1 };
+                black_box(queue.schedule_wake(black_box(FAR * 2), &pending[*k]));
+            }
+        })
+    }
+}
+
+/// `next_expiration` with one task due, `n + 4` tasks due one after
+/// another, `STEP` ticks apart.
+struct Expire<Q> {
+    tasks: Vec<Waker>,
+    queue: Q,
+    due: Vec<u64>,
+    next: usize,
+}
+
+impl<Q: Queue> Expire<Q> {
+    const STEP: u64 = 97;
+
+    fn new(n: usize) -> Self {
+        let tasks = wakers(n + BATCH as usize / 2);
+        let mut queue = Q::new();
+        let due: Vec<u64> = (1..=tasks.len() as u64).map(|k| k * Self::STEP).collect();
+        for (waker, &at) in tasks.iter().zip(&due) {
+            queue.schedule_wake(at, waker);
+        }
+        Self {
+            tasks,
+            queue,
+            due,
+            next: 0,
+        }
+    }
+}
+
+impl<Q: Queue> Shape for Expire<Q> {
+    const PER_BATCH: u64 = BATCH;
+    fn batch(&mut self) -> Duration {
+        let Self {
+            tasks,
+            queue,
+            due,
+            next,
+        } = self;
+        let first = *next;
+        let timed = measure(|| {
+            for k in 0..BATCH as usize {
+                let task = first + k;
+                let task = if task >= due.len() {
+                    task - due.len()
+                } else {
+                    task
+                };
+                black_box(queue.next_expiration(black_box(due[task])));
+            }
+        });
+        // The batch's tasks wait again, one period on.
+        let period = tasks.len() as u64 * Self::STEP;
+        for k in 0..BATCH as usize {
+            let task = (first + k) % due.len();
+            due[task] += period;
+            queue.schedule_wake(due[task], &tasks[task]);
+        }
+        *next = (first + BATCH as usize) % due.len();
+        timed
+    }
+}
+
+/// `next_expiration` with nothing due.
+struct Idle<Q> {
+    queue: Q,
+}
+
+impl<Q: Queue> Idle<Q> {
+    fn new(n: usize) -> Self {
+        Self {
+            queue: filled(&wakers(n)),
+        }
+    }
+}
+
+impl<Q: Queue> Shape for Idle<Q> {
+    const PER_BATCH: u64 = RUN;
+    fn batch(&mut self) -> Duration {
+        let queue = &mut self.queue;
+        measure(|| {
+            for _ in 0..RUN {
+                black_box(queue.next_expiration(black_box(FAR - 1)));
+            }
+        })
+    }
+}
+
+/// An embassy time driver's work per alarm, `n` tasks always pending,
+/// each waiting 1 to `span` ticks, so deadlines lie about `STEP` apart.
+struct Driver<Q> {
+    tasks: Vec<Waker>,
+    queue: Q,
+    now: u64,
+    alarm: u64,
+    span: u64,
+    state: u64,
+}
+
+impl<Q: Queue> Driver<Q> {
+    const STEP: u64 = 97;
+
+    fn new(n: usize) -> Self {
+        // Tasks the other shapes woke are not this shape's to run.
+        RUN_QUEUE.with_borrow_mut(Vec::clear);
+        let mut driver = Self {
+            tasks: wakers(n),
+            queue: Q::new(),
+            now: 0,
+            alarm: 0,
+            span: 2 * n as u64 * Self::STEP,
+            state: 0x9e37_79b9_7f4a_7c15,
+        };
+        for task in 0..n {
+            let at = driver.delay();
+            driver.queue.schedule_wake(at, &driver.tasks[task]);
+        }
+        driver.alarm = driver.queue.next_expiration(0);
+        driver
+    }
+
+    /// 1 to `span` ticks: xorshift64, scaled by a multiply (a division
+    /// would time the bench).
+    fn delay(&mut self) -> u64 {
+        self.state ^= self.state << 13;
+        self.state ^= self.state >> 7;
+        self.state ^= self.state << 17;
+        1 + (((self.state >> 32) * self.span) >> 32)
+    }
+}
+
+impl<Q: Queue> Shape for Driver<Q> {
+    const PER_BATCH: u64 = BATCH;
+    fn batch(&mut self) -> Duration {
+        measure(|| {
+            for _ in 0..BATCH {
+                // The alarm fires: the driver wakes what is due and sets
+                // the alarm again.
+                self.now = self.alarm;
+                self.alarm = self.queue.next_expiration(black_box(self.now));
+                // Each woken task runs and waits again; the driver moves
+                // the alarm when the queue asks it to.
+                while let Some(task) = run_next() {
+                    let at = self.now + self.delay();
+                    if self.queue.schedule_wake(at, &self.tasks[task]) {
+                        self.alarm = self.queue.next_expiration(self.now);
                     }
                 }
-            })
-        });
+            }
+        })
+    }
+}
+
+/// Benches `shape` under criterion as `name/n`.
+fn bench(group: &mut BenchmarkGroup<'_, WallTime>, name: &str, n: usize, mut shape: impl Shape) {
+    group.bench_function(BenchmarkId::new(name, n), |b| {
+        in_batches(b, shape.per_batch(), || shape.batch());
     });
 }
 
-fn idle<Q: Queue>(group: &mut BenchmarkGroup<'_, WallTime>, n: usize) {
-    let pending = wakers(n);
-    let mut queue: Q = filled(&pending);
-    group.bench_function(BenchmarkId::new(Q::NAME, n), |b| {
-        in_batches(b, RUN, || {
-            measure(|| {
-                for _ in 0..RUN {
-                    black_box(queue.next_expiration(black_box(FAR - 1)));
-                }
-            })
-        });
-    });
+/// The calls of a batch, for a `Shape` held as a value.
+trait PerBatch {
+    fn per_batch(&self) -> u64;
 }
 
-/// Each shape on both queues at every size; the queues hold 8 more tasks
-/// than `n`, room for the batches.
-macro_rules! group {
-    ($criterion:expr, $body:ident) => {{
-        let mut group = $criterion.benchmark_group(stringify!($body));
-        group.warm_up_time(Duration::from_millis(300));
-        group.measurement_time(Duration::from_millis(1_200));
-        group.sample_size(30);
-        $body::<WakerQueue<16>>(&mut group, 8);
-        $body::<ConstGenericQueue<16>>(&mut group, 8);
-        $body::<WakerQueue<72>>(&mut group, 64);
-        $body::<ConstGenericQueue<72>>(&mut group, 64);
-        $body::<WakerQueue<520>>(&mut group, 512);
-        $body::<ConstGenericQueue<520>>(&mut group, 512);
-        group.finish();
-    }};
+impl<S: Shape> PerBatch for S {
+    fn per_batch(&self) -> u64 {
+        S::PER_BATCH
+    }
+}
+
+/// About how long each sample of `--alternate` takes, per queue.
+const ALTERNATE_SAMPLE: Duration = Duration::from_millis(4);
+/// Samples per shape and size in `--alternate`.
+const ALTERNATE_SAMPLES: usize = 21;
+
+/// ns per call of `batches` batches of `shape`.
+fn sample(shape: &mut impl Shape, batches: u64) -> f64 {
+    let timed: Duration = (0..batches).map(|_| shape.batch()).sum();
+    timed.as_nanos() as f64 / (batches * shape.per_batch()) as f64
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// `--alternate`: the two queues' samples taken in turn, so that the
+/// machine's moods fall on both; prints the medians and the spread of the
+/// per-sample ratios.
+fn alternate(name: &str, n: usize, mut ours: impl Shape, mut theirs: impl Shape) {
+    // As many batches of each as the slower takes `ALTERNATE_SAMPLE` to run.
+    let slower = sample(&mut ours, 100).max(sample(&mut theirs, 100));
+    let calls = ALTERNATE_SAMPLE.as_nanos() as f64 / slower.max(1.0);
+    let batches = (calls / ours.per_batch().max(theirs.per_batch()) as f64).clamp(10.0, 1e6) as u64;
+    let (mut wheel, mut embassy, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..ALTERNATE_SAMPLES {
+        let w = sample(&mut ours, batches);
+        let e = sample(&mut theirs, batches);
+        wheel.push(w);
+        embassy.push(e);
+        ratios.push(w / e);
+    }
+    ratios.sort_by(f64::total_cmp);
+    println!(
+        "{name:<9}{n:>4}  {:>9.1}  {:>9.1}  {:>7.2}  {:.2}-{:.2}",
+        median(wheel),
+        median(embassy),
+        median(ratios.clone()),
+        ratios[1],
+        ratios[ratios.len() - 2],
+    );
+}
+
+/// Both queues in one criterion group, as `wheel-core/n` and `embassy/n`.
+fn pair(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    _shape: &str,
+    n: usize,
+    ours: impl Shape,
+    theirs: impl Shape,
+) {
+    bench(group, "wheel-core", n, ours);
+    bench(group, "embassy", n, theirs);
+}
+
+/// Calls `$f` with the shape on both queues at every size; the queues hold
+/// 8 more tasks than `n`, room for the batches.
+macro_rules! sizes {
+    ($f:ident ($($arg:expr),*), $name:literal, $shape:ident) => {
+        $f($($arg,)* $name, 8, $shape::<WakerQueue<16>>::new(8), $shape::<ConstGenericQueue<16>>::new(8));
+        $f($($arg,)* $name, 64, $shape::<WakerQueue<72>>::new(64), $shape::<ConstGenericQueue<72>>::new(64));
+        $f($($arg,)* $name, 512, $shape::<WakerQueue<520>>::new(512), $shape::<ConstGenericQueue<520>>::new(512));
+    };
+}
+
+/// Every shape, each as `sizes!` runs it.
+macro_rules! shapes {
+    ($each:ident) => {
+        $each!("new_task", NewTask);
+        $each!("repoll", Repoll);
+        $each!("expire", Expire);
+        $each!("idle", Idle);
+        $each!("driver", Driver);
+    };
 }
 
 fn main() {
+    if std::env::args().any(|arg| arg == "--alternate") {
+        println!(
+            "shape       n  wheel-core  embassy  ratio  (ns a call; ratio's 2nd lowest-highest of {ALTERNATE_SAMPLES})"
+        );
+        macro_rules! alternated {
+            ($name:literal, $shape:ident) => {
+                sizes!(alternate(), $name, $shape)
+            };
+        }
+        shapes!(alternated);
+        return;
+    }
     let mut criterion = Criterion::default().configure_from_args();
-    group!(criterion, new_task);
-    group!(criterion, repoll);
-    group!(criterion, expire);
-    group!(criterion, idle);
-    group!(criterion, driver);
+    macro_rules! grouped {
+        ($name:literal, $shape:ident) => {{
+            let mut group = criterion.benchmark_group($name);
+            group.warm_up_time(Duration::from_millis(300));
+            group.measurement_time(Duration::from_millis(1_200));
+            group.sample_size(30);
+            sizes!(pair(&mut group), $name, $shape);
+            group.finish();
+        }};
+    }
+    shapes!(grouped);
     criterion.final_summary();
 }
