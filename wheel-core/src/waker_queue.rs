@@ -210,8 +210,8 @@ impl<const N: usize> WakerQueue<N> {
     /// assert_eq!(queue.len(), 2);
     /// ```
     pub fn schedule_wake(&mut self, at: u64, waker: &Waker) -> bool {
-        // Begun before the common calls' checks, which its multiply then
-        // overlaps; only the calls past them use it.
+        // Only the calls past the common ones use it; taken first, it
+        // measured no slower for them than taken past the checks.
         let hash = hash(waker);
         // The common calls, kept small: a near task's deadline lowered, or
         // a new task into a vacant cell while the wheel holds none.

@@ -22,15 +22,16 @@ const ALL: u32 = (1 << CELLS) - 1;
 /// of the taken cells.
 const VACANT_TAG: u8 = u8::MAX;
 
-/// A waker's tag: a fold of its data pointer's bits above a task's
-/// alignment (a shift or two, where the index's hash multiplies), never
-/// [`VACANT_TAG`]. Wakers that [`will_wake`](Waker::will_wake) each other
+/// A waker's tag: a fold of its data pointer's bits, its low ones (a task
+/// number, for an executor whose wakers carry one) and those above a
+/// task's alignment (a few shifts, where the index's hash multiplies),
+/// never [`VACANT_TAG`]. Wakers that [`will_wake`](Waker::will_wake) each other
 /// share their data pointer, so a task has one tag; tasks whose tags
 /// collide cost a compare of their wakers more.
 #[inline]
 pub(super) fn tag(waker: &Waker) -> u8 {
     let data = waker.data().addr();
-    let folded = (data >> 4) ^ (data >> 12) ^ (data >> 20);
+    let folded = data ^ (data >> 4) ^ (data >> 12) ^ (data >> 20);
     (folded as u8).min(VACANT_TAG - 1)
 }
 
@@ -52,8 +53,9 @@ pub(super) struct Near {
     deadlines: [u64; CELLS],
     wakers: [Option<Waker>; CELLS],
     /// Each cell's [`tag`] ([`VACANT_TAG`] if vacant), byte `c % 8` of
-    /// word `c / 8`, so that a lookup compares few wakers. Written a word at a time: a byte store
-    /// would stall the next lookup's word load until it retires.
+    /// word `c / 8`, so that a lookup compares few wakers. Written a word
+    /// at a time: a byte store would stall the next lookup's word load
+    /// until it retires.
     tags: [u64; CELLS / 8],
     /// The least deadline held (`u64::MAX` if none), so that a call with
     /// nothing near due need not scan.
