@@ -29,6 +29,9 @@ pub trait Heads: Copy + Eq + core::fmt::Debug + 'static {
     /// The head of list `stripe % STRIPES`: the mask leaves the lookup
     /// without a panic path.
     fn head(&mut self, stripe: usize) -> &mut u32;
+
+    /// The head of list `stripe % STRIPES`, read.
+    fn at(&self, stripe: usize) -> u32;
 }
 
 impl<const STRIPES: usize> Heads for [u32; STRIPES] {
@@ -48,6 +51,11 @@ impl<const STRIPES: usize> Heads for [u32; STRIPES] {
     #[inline(always)]
     fn head(&mut self, stripe: usize) -> &mut u32 {
         &mut self[stripe % STRIPES]
+    }
+
+    #[inline(always)]
+    fn at(&self, stripe: usize) -> u32 {
+        self[stripe % STRIPES]
     }
 }
 

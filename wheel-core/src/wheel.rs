@@ -1006,13 +1006,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
         let stripes = HeadsOf::<T, S>::STRIPES;
         let stripe = (0..stripes)
             .map(|k| (self.due_cursor + k) % stripes)
-            .find(|&stripe| {
-                self.tables
-                    .due
-                    .lists()
-                    .get(stripe)
-                    .is_some_and(|&head| head != NIL)
-            })?;
+            .find(|&stripe| self.tables.due.at(stripe) != NIL)?;
         self.due_cursor = stripe + 1;
         let index = Self::pop_front(&mut self.slab, self.tables.due.head(stripe));
         self.slab.remove(index)
