@@ -197,7 +197,8 @@ impl Near {
             return None;
         }
         // Every entry holds `u64::MAX` when the least is that (`now` is
-        // too): any taken cell is due, and the scan names none.
+        // too), and an entry filed at `u64::MAX` did not move the kept
+        // cell: any taken cell is due.
         let cell = if self.least == u64::MAX {
             self.taken.trailing_zeros() as usize
         } else {
@@ -208,24 +209,10 @@ impl Near {
         waker
     }
 
-    /// Sets `least` and its cell with a scan: four running minima, so that
-    /// the compares do not wait on each other.
+    /// Sets `least` and its cell with a scan.
     fn find_least(&mut self) {
-        let mut lanes = [(u64::MAX, 0usize); 4];
-        // New entries take the lowest vacant cell, so the taken ones sit
-        // low: the groups of four above the highest are all vacant.
-        let groups = (u32::BITS - self.taken.leading_zeros()).div_ceil(4) as usize;
-        for (group, deadlines) in self.deadlines.chunks_exact(4).enumerate().take(groups) {
-            for (lane, (&deadline, best)) in deadlines.iter().zip(&mut lanes).enumerate() {
-                if deadline < best.0 {
-                    *best = (deadline, group * 4 + lane);
-                }
-            }
-        }
-        let (least, cell) = lanes
-            .into_iter()
-            .reduce(|a, b| if b.0 < a.0 { b } else { a })
-            .unwrap_or((u64::MAX, 0));
+        // All vacant or at `u64::MAX`: `pop_due` then takes any taken cell.
+        let (least, cell) = self.least_by(0, |_, deadline| deadline);
         self.least = least;
         self.least_cell = cell as u8;
     }
@@ -238,10 +225,42 @@ impl Near {
 
     /// A cell holding the latest deadline, and that deadline.
     pub(super) fn latest(&self) -> Option<(usize, u64)> {
-        (0..CELLS)
-            .filter(|&cell| self.taken & (1 << cell) != 0)
-            .map(|cell| (cell, self.deadline(cell)))
-            .max_by_key(|&(_, deadline)| deadline)
+        if self.taken == 0 {
+            return None;
+        }
+        // The least of the deadlines' complements, vacant cells' reading
+        // as the largest, so that they never win.
+        let first = self.taken.trailing_zeros() as usize;
+        let (key, cell) = self.least_by(first, |cell, deadline| {
+            let vacant = u64::from(self.taken >> cell & 1 == 0);
+            !deadline | vacant.wrapping_neg()
+        });
+        Some((cell, !key))
+    }
+
+    /// The least `key(cell, deadline)` over the cells and a cell holding
+    /// it, `otherwise` if every key is `u64::MAX`; `key` must read
+    /// `u64::MAX` for every vacant cell. A branch-free scan with four
+    /// running minima, so that the compares do not wait on each other.
+    #[inline(always)]
+    fn least_by(&self, otherwise: usize, key: impl Fn(usize, u64) -> u64) -> (u64, usize) {
+        let mut lanes = [(u64::MAX, otherwise); 4];
+        // New entries take the lowest vacant cell, so the taken ones sit
+        // low: the groups of four above the highest are all vacant.
+        let groups = (u32::BITS - self.taken.leading_zeros()).div_ceil(4) as usize;
+        for (group, deadlines) in self.deadlines.chunks_exact(4).enumerate().take(groups) {
+            for (lane, (&deadline, best)) in deadlines.iter().zip(&mut lanes).enumerate() {
+                let cell = group * 4 + lane;
+                let key = key(cell, deadline);
+                if key < best.0 {
+                    *best = (key, cell);
+                }
+            }
+        }
+        lanes
+            .into_iter()
+            .reduce(|a, b| if b.0 < a.0 { b } else { a })
+            .unwrap_or((u64::MAX, otherwise))
     }
 
     /// Checks that a cell holds a waker iff it is taken, with that waker's
@@ -333,5 +352,54 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The latest and least deadlines, scanned branch-free, against a plain
+    /// look at every cell: deadlines at both ends of the range, cells
+    /// vacated in the middle, and one entry alone.
+    #[test]
+    fn the_scans_find_the_latest_and_least_of_the_taken_cells() {
+        use super::{Near, CELLS};
+        use core::task::Waker;
+
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut draw = move |bound: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % bound
+        };
+        for _ in 0..2_000 {
+            let mut near = Near::EMPTY;
+            let filled = 1 + draw(CELLS as u64) as usize;
+            for _ in 0..filled {
+                let deadline = match draw(4) {
+                    0 => 0,
+                    1 => u64::MAX,
+                    _ => draw(1_000),
+                };
+                // A tag per cell: all the wakers are one task's here.
+                let _ = near.insert(deadline, Waker::noop().clone(), 0);
+            }
+            for cell in 0..CELLS {
+                if draw(3) == 0 && near.len() > 1 {
+                    let _ = near.take_one(cell);
+                }
+            }
+            let taken = || (0..CELLS).filter(|&cell| near.waker(cell).is_some());
+            let deadlines = near.deadlines;
+            let latest = taken().map(|cell| near.deadline(cell)).max();
+            let (cell, deadline) = near.latest().expect("a taken cell");
+            assert_eq!(Some(deadline), latest, "latest of {deadlines:?}");
+            assert_eq!(
+                near.deadline(cell),
+                deadline,
+                "latest's cell in {deadlines:?}"
+            );
+            assert!(near.waker(cell).is_some(), "latest names vacant {cell}");
+            let least = taken().map(|cell| near.deadline(cell)).min();
+            assert_eq!(Some(near.least()), least, "least of {deadlines:?}");
+        }
+        assert_eq!(Near::EMPTY.latest(), None);
     }
 }
