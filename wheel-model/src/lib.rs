@@ -17,6 +17,7 @@
 
 pub mod bucket_ops;
 pub mod queue_ops;
+pub mod waker_queue_ops;
 pub mod wheel_ops;
 
 use arbitrary::{Arbitrary, Unstructured};
@@ -45,6 +46,8 @@ pub enum Target {
     QueueOps,
     /// A `BucketWheel<u64>`, with the ops it has, against a `BTreeSet`.
     BucketOps,
+    /// A `WakerQueue` of a few sizes, against a map of task to deadline.
+    WakerQueueOps,
 }
 
 impl Target {
@@ -52,14 +55,15 @@ impl Target {
     ///
     /// # Examples
     /// ```
-    /// assert_eq!(wheel_model::Target::ALL.len(), 5);
+    /// assert_eq!(wheel_model::Target::ALL.len(), 6);
     /// ```
-    pub const ALL: [Target; 5] = [
+    pub const ALL: [Target; 6] = [
         Target::WheelOps,
         Target::FixedWheelOps,
         Target::Geometry,
         Target::QueueOps,
         Target::BucketOps,
+        Target::WakerQueueOps,
     ];
 
     /// The fuzz target's name, which is also its corpus and regression
@@ -76,6 +80,7 @@ impl Target {
             Target::Geometry => "geometry",
             Target::QueueOps => "queue_ops",
             Target::BucketOps => "bucket_ops",
+            Target::WakerQueueOps => "waker_queue_ops",
         }
     }
 
@@ -113,7 +118,10 @@ pub const GEOMETRIES: [&str; 8] = [
 /// The layout: `wheel_ops` reads a [`Case`]; `fixed_wheel_ops` a byte that
 /// picks from [`FIXED_CAPACITIES`], then a `Case`; `geometry` a byte that
 /// picks from [`GEOMETRIES`], then a `Case`; `queue_ops` a list of
-/// [`QueueOp`](queue_ops::QueueOp)s; `bucket_ops` a `Case`.
+/// [`QueueOp`](queue_ops::QueueOp)s; `bucket_ops` a `Case`;
+/// `waker_queue_ops` a byte that picks from
+/// [`waker_queue_ops::CAPACITIES`], then a
+/// [`waker_queue_ops::Case`], run with no waker panicking.
 ///
 /// # Examples
 /// ```
@@ -144,6 +152,13 @@ pub fn run_bytes(target: Target, data: &[u8]) {
         Target::BucketOps => {
             let case = Case::decode(&mut u);
             bucket_ops::run(&mut BucketWheel::starting_at(case.start.tick()), &case.ops);
+        }
+        Target::WakerQueueOps => {
+            let pick = u.arbitrary::<u8>().unwrap_or(0);
+            let capacities = waker_queue_ops::CAPACITIES;
+            let capacity = capacities[usize::from(pick) % capacities.len()];
+            let case = waker_queue_ops::Case::decode(&mut u);
+            waker_queue_ops::run(capacity, &case, false);
         }
     }
 }

@@ -9,6 +9,7 @@ use quickcheck::{Arbitrary, Gen, QuickCheck};
 use wheel_core::{BucketWheel, FixedWheel, Wheel};
 use wheel_model::bucket_ops;
 use wheel_model::queue_ops::{self, QueueOp};
+use wheel_model::waker_queue_ops;
 use wheel_model::wheel_ops::{run, Case, Start};
 
 /// Cases per property: enough to reach deep states, few enough that the
@@ -80,6 +81,27 @@ impl Arbitrary for QueueCase {
     }
 }
 
+#[derive(Clone, Debug)]
+struct WakerQueueCase(waker_queue_ops::Case);
+
+impl Arbitrary for WakerQueueCase {
+    fn arbitrary(g: &mut Gen) -> Self {
+        let bytes = random_bytes(g);
+        WakerQueueCase(waker_queue_ops::Case::decode(&mut Unstructured::new(
+            &bytes,
+        )))
+    }
+
+    fn shrink(&self) -> Box<dyn Iterator<Item = Self>> {
+        let start = self.0.start;
+        Box::new(
+            shorter(&self.0.calls)
+                .into_iter()
+                .map(move |calls| WakerQueueCase(waker_queue_ops::Case { start, calls })),
+        )
+    }
+}
+
 fn quickcheck<A: Arbitrary + std::fmt::Debug>(property: fn(A)) {
     QuickCheck::new()
         .rng(Gen::new(SIZE))
@@ -133,4 +155,22 @@ fn bucket_wheel_matches_model() {
 #[test]
 fn queue_matches_model() {
     quickcheck(|QueueCase(ops)| queue_ops::run(&ops));
+}
+
+/// Every capacity on each case, wakers that panic included; cases four
+/// times as long as the others' (so that 64 entries fill), and a quarter
+/// as many, as each runs seven times.
+#[test]
+fn waker_queue_matches_model() {
+    QuickCheck::new()
+        .rng(Gen::new(4 * SIZE))
+        .tests(TESTS / 4)
+        .max_tests(TESTS / 4)
+        .quickcheck(
+            (|WakerQueueCase(case)| {
+                for capacity in waker_queue_ops::CAPACITIES {
+                    waker_queue_ops::run(capacity, &case, true);
+                }
+            }) as fn(WakerQueueCase),
+        );
 }

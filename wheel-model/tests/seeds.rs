@@ -11,6 +11,7 @@ use std::path::Path;
 
 use arbitrary::Unstructured;
 use wheel_model::queue_ops::{self, QueueOp};
+use wheel_model::waker_queue_ops::{self, At, Call, Ticks};
 use wheel_model::wheel_ops::{Case, Drive, Empty, Op, Pick, Start, Step, When};
 use wheel_model::{run_bytes, Target, FIXED_CAPACITIES, GEOMETRIES};
 
@@ -189,6 +190,56 @@ impl Encode for QueueOp {
                 variant(out, 7, N);
             }
         }
+    }
+}
+
+impl Encode for bool {
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.push(u8::from(*self));
+    }
+}
+
+impl Encode for Ticks {
+    fn encode(&self, out: &mut Vec<u8>) {
+        self.bits.encode(out);
+        self.value.encode(out);
+    }
+}
+
+impl Encode for At {
+    fn encode(&self, out: &mut Vec<u8>) {
+        match *self {
+            At::Ahead(by) => by.encode(variant(out, 0, 3)),
+            At::Behind(by) => by.encode(variant(out, 1, 3)),
+            At::Never => {
+                variant(out, 2, 3);
+            }
+        }
+    }
+}
+
+impl Encode for Call {
+    fn encode(&self, out: &mut Vec<u8>) {
+        match *self {
+            Call::Schedule { task, at } => {
+                let out = variant(out, 0, 3);
+                task.encode(out);
+                at.encode(out);
+            }
+            Call::Expire { by } => by.encode(variant(out, 1, 3)),
+            Call::Panics { task, on } => {
+                let out = variant(out, 2, 3);
+                task.encode(out);
+                on.encode(out);
+            }
+        }
+    }
+}
+
+impl Encode for waker_queue_ops::Case {
+    fn encode(&self, out: &mut Vec<u8>) {
+        self.start.encode(out);
+        self.calls.iter().for_each(|call| call.encode(out));
     }
 }
 
@@ -498,6 +549,54 @@ fn fixed_seeds() -> Vec<(&'static str, u8, Case)> {
     ]
 }
 
+/// `(name, capacity index, case)` for the waker queue.
+fn waker_queue_seeds() -> Vec<(&'static str, u8, waker_queue_ops::Case)> {
+    let ticks = |value: u64| Ticks { bits: 44, value };
+    // More tasks than 24 entries, each due later than the last: past the
+    // near cells into the wheel, then full, then fired one by one.
+    let mut fill: Vec<Call> = (0..32)
+        .map(|task| Call::Schedule {
+            task,
+            at: At::Ahead(ticks(100 + u64::from(task) * 97)),
+        })
+        .collect();
+    fill.extend((0..40).map(|_| Call::Expire { by: ticks(97) }));
+    // Every task asks again, earlier and earlier, then at `u64::MAX`.
+    let mut again: Vec<Call> = (0..16)
+        .flat_map(|task| {
+            [5_000, 3_000, 1].map(|ahead| Call::Schedule {
+                task,
+                at: At::Ahead(ticks(ahead)),
+            })
+        })
+        .collect();
+    again.extend((16..20).map(|task| Call::Schedule {
+        task,
+        at: At::Never,
+    }));
+    again.push(Call::Expire {
+        by: ticks(u64::MAX),
+    });
+    vec![
+        (
+            "fill-and-fire",
+            5,
+            waker_queue_ops::Case {
+                start: Start::Zero,
+                calls: fill,
+            },
+        ),
+        (
+            "ask-again-near-max",
+            3,
+            waker_queue_ops::Case {
+                start: Start::NearMax(40),
+                calls: again,
+            },
+        ),
+    ]
+}
+
 fn queue_seeds() -> Vec<(&'static str, Vec<QueueOp>)> {
     vec![
         (
@@ -588,6 +687,11 @@ fn seeds() -> Vec<(Target, String, Vec<u8>)> {
         ops.iter().for_each(|op| op.encode(&mut data));
         seeds.push((Target::QueueOps, format!("seed-{name}"), data));
     }
+    for (name, capacity, case) in waker_queue_seeds() {
+        let mut data = vec![capacity];
+        case.encode(&mut data);
+        seeds.push((Target::WakerQueueOps, format!("seed-{name}"), data));
+    }
     seeds
 }
 
@@ -606,6 +710,17 @@ fn seeds_decode_to_what_they_say() {
         assert_eq!(
             queue_ops::decode_ops(&mut Unstructured::new(&data)),
             ops,
+            "{name}"
+        );
+    }
+    for (name, capacity, case) in waker_queue_seeds() {
+        assert!(
+            usize::from(capacity) < waker_queue_ops::CAPACITIES.len(),
+            "{name}"
+        );
+        assert_eq!(
+            waker_queue_ops::Case::decode(&mut Unstructured::new(&bytes(&case))),
+            case,
             "{name}"
         );
     }
