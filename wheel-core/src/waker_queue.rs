@@ -91,7 +91,8 @@ const LEVELS: usize = 11;
 /// unwinds out of the call that woke it (`next_expiration`, or
 /// `schedule_wake` when full); that entry is gone, every entry not woken
 /// yet stays pending and is woken by the next call, and the queue stays
-/// consistent.
+/// consistent. One whose `clone` panics unwinds out of `schedule_wake`
+/// before any entry moves: that task is not queued, and no other is lost.
 ///
 /// # Examples
 /// ```
@@ -265,11 +266,14 @@ impl<const N: usize> WakerQueue<N> {
             }
             self.near.set_deadline(cell, at);
         } else {
+            // The clone is the caller's code and may panic: before any entry
+            // leaves to make room, so that none is lost with it.
+            let waker = waker.clone();
             if self.len() == N {
                 early = self.make_room();
             }
             // Unreachable with room made; never lose a wake.
-            if let Some(back) = self.file(hash, at, waker.clone()) {
+            if let Some(back) = self.file(hash, at, waker) {
                 early = Some(back);
             }
         }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::task::{Wake, Waker};
+use std::task::{RawWaker, RawWakerVTable, Wake, Waker};
 
 use quickcheck::{Arbitrary, Gen, QuickCheck};
 use wheel_core::WakerQueue;
@@ -209,6 +209,42 @@ fn a_waker_that_panics_leaves_a_consistent_queue_and_the_rest_pending() {
     assert_eq!(woken(&tasks), [1; 6]);
     assert!(queue.schedule_wake(20, &wakers[0]), "usable again");
     queue.validate();
+}
+
+/// The vtable of a waker whose clone panics; its other calls do nothing.
+static CLONE_PANICS: RawWakerVTable = RawWakerVTable::new(
+    |_| panic!("this waker's clone panics"),
+    |_| {},
+    |_| {},
+    |_| {},
+);
+
+/// A full queue of `N` tasks, then a new task whose waker's clone panics:
+/// the call unwinds, and the task taken out to make room must not be lost
+/// with it (each of the `N` is still pending or was woken).
+fn a_clone_that_panics_loses_no_task<const N: usize>() {
+    let (tasks, wakers) = tasks(N);
+    let mut queue: WakerQueue<N> = WakerQueue::new();
+    for (k, waker) in wakers.iter().enumerate() {
+        queue.schedule_wake(1_000 + k as u64 * 7_919, waker);
+    }
+    // SAFETY: the vtable's functions never read the data pointer, so a null
+    // one keeps `RawWaker`'s contract; clone panics instead of returning.
+    let panics = unsafe { Waker::from_raw(RawWaker::new(std::ptr::null(), &CLONE_PANICS)) };
+    let unwound = catch_unwind(AssertUnwindSafe(|| queue.schedule_wake(10, &panics)));
+    assert!(unwound.is_err(), "the clone's panic reaches the caller");
+    queue.validate();
+    let woken_early: usize = woken(&tasks).iter().sum();
+    assert_eq!(queue.len() + woken_early, N, "a task went missing");
+    assert_eq!(queue.next_expiration(u64::MAX), u64::MAX);
+    assert_eq!(woken(&tasks), vec![1; N], "every task woken once");
+}
+
+#[test]
+fn a_hand_made_waker_whose_clone_panics_is_not_queued_and_loses_no_other() {
+    // All in the near cells, and past them into the wheel.
+    a_clone_that_panics_loses_no_task::<4>();
+    a_clone_that_panics_loses_no_task::<24>();
 }
 
 #[test]
