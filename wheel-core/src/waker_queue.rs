@@ -7,8 +7,9 @@
 //! - One entry per task: wakers that [`will_wake`](Waker::will_wake) each
 //!   other are one task: a near cell is found by a tag of the waker's data
 //!   pointer (`near.rs`), a wheel entry through the index (`index.rs`, a
-//!   hash of the two pointers `will_wake` compares), which holds wheel
-//!   entries only.
+//!   hash of the same pointer), which holds wheel entries only. Neither
+//!   reads the vtable pointer, which a waker's clone may carry another
+//!   copy of; `will_wake` decides.
 //! - A new entry takes a vacant near cell; when none is vacant, one earlier
 //!   than the latest near entry takes that entry's cell and the latest moves
 //!   to the wheel; any other goes to the wheel. An entry keeps its place
@@ -60,7 +61,10 @@ const LEVELS: usize = 11;
 /// for a tick and [`next_expiration`](Self::next_expiration) when its alarm
 /// fires, and sets the alarm to what `next_expiration` returns. A task
 /// (wakers that [`will_wake`](Waker::will_wake) each other) holds at most
-/// one entry, at the earliest tick it asked for. When all `N` entries are
+/// one entry, at the earliest tick it asked for (wakers that do not
+/// `will_wake` each other are other tasks to it, as to embassy's queues: an
+/// executor whose wakers' clones carry another copy of their vtable gets a
+/// new entry on each call). When all `N` entries are
 /// taken, a new task's call wakes one pending task early (it polls, finds
 /// its time not come, and asks again) rather than lose it. Nothing
 /// allocates; [`new`](Self::new) is `const`, so the queue can be a

@@ -247,6 +247,54 @@ fn a_hand_made_waker_whose_clone_panics_is_not_queued_and_loses_no_other() {
     a_clone_that_panics_loses_no_task::<24>();
 }
 
+/// Wakes counted by task, for the wakers below: their data is an index here.
+static WAKES: [AtomicUsize; 24] = [const { AtomicUsize::new(0) }; 24];
+
+/// Two copies of one waker vtable at two addresses, as the compiler may
+/// make of a promoted constant (std's `Arc` wakers name theirs twice, and
+/// miri gives each use its own): a waker made with `FIRST` clones to one
+/// with `SECOND`. Waking counts in `WAKES`.
+static FIRST: RawWakerVTable =
+    RawWakerVTable::new(clone_second, wake_counted, wake_counted, drop_nothing);
+static SECOND: RawWakerVTable =
+    RawWakerVTable::new(clone_second, wake_counted, wake_counted, drop_nothing);
+
+fn clone_second(data: *const ()) -> RawWaker {
+    RawWaker::new(data, &SECOND)
+}
+
+fn wake_counted(data: *const ()) {
+    WAKES[data.addr()].fetch_add(1, Ordering::Relaxed);
+}
+
+fn drop_nothing(_: *const ()) {}
+
+#[test]
+fn hand_made_wakers_whose_clones_carry_another_vtable_copy_keep_the_index_whole() {
+    let wakers: Vec<Waker> = (0..WAKES.len())
+        .map(|task| {
+            let data = std::ptr::without_provenance::<()>(task);
+            // SAFETY: the vtables' functions only use the data pointer's
+            // address, as an index into `WAKES`; a clone is the same task.
+            unsafe { Waker::from_raw(RawWaker::new(data, &FIRST)) }
+        })
+        .collect();
+    // 24 entries: 16 near, the rest in the wheel and its index, each indexed
+    // from the waker passed in, found again from the clone kept.
+    let mut queue: WakerQueue<24> = WakerQueue::new();
+    for (k, waker) in wakers.iter().enumerate() {
+        queue.schedule_wake(100 + k as u64 * 7_919, waker);
+        queue.validate();
+    }
+    for k in 0..wakers.len() as u64 {
+        queue.next_expiration(100 + k * 7_919);
+        queue.validate();
+    }
+    assert!(queue.is_empty());
+    let wakes: Vec<usize> = WAKES.iter().map(|w| w.load(Ordering::Relaxed)).collect();
+    assert_eq!(wakes, [1; 24], "each task woken once");
+}
+
 #[test]
 fn a_queue_can_be_a_static() {
     static QUEUE: std::sync::Mutex<WakerQueue<8>> = std::sync::Mutex::new(WakerQueue::new());

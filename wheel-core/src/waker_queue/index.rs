@@ -6,20 +6,23 @@
 //! so no probe sequence is ever broken. A lookup compares the stored waker
 //! with [`will_wake`](Waker::will_wake).
 
-use core::task::{RawWakerVTable, Waker};
+use core::task::Waker;
 
 /// An index position that holds no entry.
 pub(super) const VACANT: u32 = u32::MAX;
 
-/// A waker's hash: of its data and vtable pointers, the two that
-/// [`will_wake`](Waker::will_wake) compares.
+/// A waker's hash: of its data pointer only. [`will_wake`](Waker::will_wake)
+/// compares the vtable pointer too, but a waker's clone may carry another
+/// copy of the same vtable (a promoted constant the compiler need not
+/// merge: std's `Arc` wakers name theirs twice, and miri gives every use
+/// its own), and an entry is indexed by the hash of the waker passed in
+/// but forgotten by that of the clone kept: the two must agree.
 #[inline]
 pub(super) fn hash(waker: &Waker) -> u32 {
     let data = waker.data().addr() as u64;
-    let vtable = core::ptr::from_ref::<RawWakerVTable>(waker.vtable()).addr() as u64;
     // Fibonacci hashing: the high bits mix every input bit, and pointers'
     // low bits are mostly zero.
-    ((data ^ vtable.rotate_left(32)).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as u32
+    (data.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as u32
 }
 
 /// `2N` positions, each a wheel index or [`VACANT`].
