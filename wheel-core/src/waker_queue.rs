@@ -95,8 +95,11 @@ const LEVELS: usize = 11;
 /// unwinds out of the call that woke it (`next_expiration`, or
 /// `schedule_wake` when full); that entry is gone, every entry not woken
 /// yet stays pending and is woken by the next call, and the queue stays
-/// consistent. One whose `clone` panics unwinds out of `schedule_wake`
-/// before any entry moves: that task is not queued, and no other is lost.
+/// consistent. A `schedule_wake` that unwinds so has queued its task, but
+/// its answer is lost: a driver that catches the panic should set its
+/// alarm from `next_expiration`. A waker whose `clone` panics unwinds out
+/// of `schedule_wake` before any entry moves: that task is not queued, and
+/// no other is lost.
 ///
 /// # Examples
 /// ```
@@ -235,9 +238,20 @@ impl<const N: usize> WakerQueue<N> {
             // `insert` checks the cells; the queue's own room matters only
             // when it holds fewer entries than there are cells.
             let room = N >= CELLS || self.near.len() < N;
-            if room && self.near.insert(at, waker.clone(), tag).is_ok() {
-                self.earliest = before.min(at);
-                return self.earliest < before || was_empty;
+            if room {
+                // Tagged by the clone it keeps, which later calls' wakers
+                // are compared with: a clone need not keep the caller's
+                // data pointer (a compare, not a second fold, when it does).
+                let kept = waker.clone();
+                let kept_tag = if kept.data() == waker.data() {
+                    tag
+                } else {
+                    near::tag(&kept)
+                };
+                if self.near.insert(at, kept, kept_tag).is_ok() {
+                    self.earliest = before.min(at);
+                    return self.earliest < before || was_empty;
+                }
             }
         }
         self.schedule_wake_slow(hash, at, waker)
@@ -277,7 +291,7 @@ impl<const N: usize> WakerQueue<N> {
                 early = self.make_room();
             }
             // Unreachable with room made; never lose a wake.
-            if let Some(back) = self.file(hash, at, waker) {
+            if let Some(back) = self.file(at, waker) {
                 early = Some(back);
             }
         }
@@ -412,29 +426,29 @@ impl<const N: usize> WakerQueue<N> {
         }
     }
 
-    /// Files a new entry of a task with hash `hash`: near if a cell is
+    /// Files a new entry, `waker` the clone it keeps: near if a cell is
     /// vacant or it is earlier than the latest near entry (which then
     /// moves to the wheel), else in the wheel. Returns a waker to wake
     /// early if there was no room (never, with room made).
-    fn file(&mut self, hash: u32, at: u64, waker: Waker) -> Option<Waker> {
+    fn file(&mut self, at: u64, waker: Waker) -> Option<Waker> {
         let tag = tag(&waker);
         match self.near.insert(at, waker, tag) {
             Ok(_) => None,
-            Err(waker) => self.file_past_near(hash, at, waker),
+            Err(waker) => self.file_past_near(at, waker),
         }
     }
 
     /// [`file`](Self::file) when every near cell is taken: kept out of
     /// line, so that the common calls stay small.
     #[inline(never)]
-    fn file_past_near(&mut self, hash: u32, at: u64, waker: Waker) -> Option<Waker> {
+    fn file_past_near(&mut self, at: u64, waker: Waker) -> Option<Waker> {
         let latest = self.near.latest().filter(|&(_, latest)| at < latest);
         let Some((cell, latest)) = latest else {
-            return self.file_in_wheel(hash, at, waker);
+            return self.file_in_wheel(at, waker);
         };
         // The latest near entry makes way: it moves to the wheel.
         let moving = self.near.take_one(cell)?;
-        let early = self.file_in_wheel(index::hash(&moving), latest, moving);
+        let early = self.file_in_wheel(latest, moving);
         let tag = tag(&waker);
         match self.near.insert(at, waker, tag) {
             Ok(_) => early,
@@ -442,12 +456,14 @@ impl<const N: usize> WakerQueue<N> {
         }
     }
 
-    /// Files a new entry in the wheel and indexes it; hands the waker back
-    /// if the wheel is full.
-    fn file_in_wheel(&mut self, hash: u32, at: u64, waker: Waker) -> Option<Waker> {
+    /// Files a new entry in the wheel and indexes it by the hash of the
+    /// waker it keeps, which is what taking it out hashes; hands the waker
+    /// back if the wheel is full.
+    fn file_in_wheel(&mut self, at: u64, waker: Waker) -> Option<Waker> {
+        let home = Index::<N>::home(hash(&waker));
         match self.wheel.try_insert(at, waker) {
             Ok(id) => {
-                self.index.insert(Index::<N>::home(hash), id.index());
+                self.index.insert(home, id.index());
                 self.refiled(None, Some(at));
                 None
             }

@@ -220,8 +220,8 @@ static CLONE_PANICS: RawWakerVTable = RawWakerVTable::new(
 );
 
 /// A full queue of `N` tasks, then a new task whose waker's clone panics:
-/// the call unwinds, and the task taken out to make room must not be lost
-/// with it (each of the `N` is still pending or was woken).
+/// the call unwinds before any entry moves (none is taken out to make room,
+/// to be lost with the unwinding), and all `N` stay pending.
 fn a_clone_that_panics_loses_no_task<const N: usize>() {
     let (tasks, wakers) = tasks(N);
     let mut queue: WakerQueue<N> = WakerQueue::new();
@@ -234,8 +234,8 @@ fn a_clone_that_panics_loses_no_task<const N: usize>() {
     let unwound = catch_unwind(AssertUnwindSafe(|| queue.schedule_wake(10, &panics)));
     assert!(unwound.is_err(), "the clone's panic reaches the caller");
     queue.validate();
-    let woken_early: usize = woken(&tasks).iter().sum();
-    assert_eq!(queue.len() + woken_early, N, "a task went missing");
+    assert_eq!(woken(&tasks), vec![0; N], "none woken early: nothing moved");
+    assert_eq!(queue.len(), N, "a task went missing");
     assert_eq!(queue.next_expiration(u64::MAX), u64::MAX);
     assert_eq!(woken(&tasks), vec![1; N], "every task woken once");
 }
@@ -248,7 +248,7 @@ fn a_hand_made_waker_whose_clone_panics_is_not_queued_and_loses_no_other() {
 }
 
 /// Wakes counted by task, for the wakers below: their data is an index here.
-static WAKES: [AtomicUsize; 24] = [const { AtomicUsize::new(0) }; 24];
+static WAKES: [AtomicUsize; 48] = [const { AtomicUsize::new(0) }; 48];
 
 /// Two copies of one waker vtable at two addresses, as the compiler may
 /// make of a promoted constant (std's `Arc` wakers name theirs twice, and
@@ -258,9 +258,17 @@ static FIRST: RawWakerVTable =
     RawWakerVTable::new(clone_second, wake_counted, wake_counted, drop_nothing);
 static SECOND: RawWakerVTable =
     RawWakerVTable::new(clone_second, wake_counted, wake_counted, drop_nothing);
+/// A waker whose clone is another data pointer, 24 on: to the queue,
+/// another task, which it must still index and forget at one home.
+static MOVES: RawWakerVTable =
+    RawWakerVTable::new(clone_moved, wake_counted, wake_counted, drop_nothing);
 
 fn clone_second(data: *const ()) -> RawWaker {
     RawWaker::new(data, &SECOND)
+}
+
+fn clone_moved(data: *const ()) -> RawWaker {
+    RawWaker::new(data.wrapping_byte_add(24), &SECOND)
 }
 
 fn wake_counted(data: *const ()) {
@@ -269,18 +277,18 @@ fn wake_counted(data: *const ()) {
 
 fn drop_nothing(_: *const ()) {}
 
-#[test]
-fn hand_made_wakers_whose_clones_carry_another_vtable_copy_keep_the_index_whole() {
-    let wakers: Vec<Waker> = (0..WAKES.len())
+/// 24 tasks with wakers of `vtable` in a queue of 24 (16 near, the rest in
+/// the wheel and its index), each queued once and fired, `validate` after
+/// every call; the wakes of the tasks `WAKES[counted]` names.
+fn hand_made_wakers_fire_once(vtable: &'static RawWakerVTable, counted: std::ops::Range<usize>) {
+    let wakers: Vec<Waker> = (0..24)
         .map(|task| {
             let data = std::ptr::without_provenance::<()>(task);
             // SAFETY: the vtables' functions only use the data pointer's
-            // address, as an index into `WAKES`; a clone is the same task.
-            unsafe { Waker::from_raw(RawWaker::new(data, &FIRST)) }
+            // address, as an index into `WAKES`, and make no references.
+            unsafe { Waker::from_raw(RawWaker::new(data, vtable)) }
         })
         .collect();
-    // 24 entries: 16 near, the rest in the wheel and its index, each indexed
-    // from the waker passed in, found again from the clone kept.
     let mut queue: WakerQueue<24> = WakerQueue::new();
     for (k, waker) in wakers.iter().enumerate() {
         queue.schedule_wake(100 + k as u64 * 7_919, waker);
@@ -291,8 +299,21 @@ fn hand_made_wakers_whose_clones_carry_another_vtable_copy_keep_the_index_whole(
         queue.validate();
     }
     assert!(queue.is_empty());
-    let wakes: Vec<usize> = WAKES.iter().map(|w| w.load(Ordering::Relaxed)).collect();
+    let wakes: Vec<usize> = WAKES[counted]
+        .iter()
+        .map(|w| w.load(Ordering::Relaxed))
+        .collect();
     assert_eq!(wakes, [1; 24], "each task woken once");
+}
+
+#[test]
+fn hand_made_wakers_whose_clones_carry_another_vtable_copy_keep_the_index_whole() {
+    hand_made_wakers_fire_once(&FIRST, 0..24);
+}
+
+#[test]
+fn hand_made_wakers_whose_clones_carry_another_data_pointer_keep_the_index_whole() {
+    hand_made_wakers_fire_once(&MOVES, 24..48);
 }
 
 #[test]

@@ -11,12 +11,14 @@ use core::task::Waker;
 /// An index position that holds no entry.
 pub(super) const VACANT: u32 = u32::MAX;
 
-/// A waker's hash: of its data pointer only. [`will_wake`](Waker::will_wake)
-/// compares the vtable pointer too, but a waker's clone may carry another
-/// copy of the same vtable (a promoted constant the compiler need not
-/// merge: std's `Arc` wakers name theirs twice, and miri gives every use
-/// its own), and an entry is indexed by the hash of the waker passed in
-/// but forgotten by that of the clone kept: the two must agree.
+/// A waker's hash: of its data pointer, which wakers that
+/// [`will_wake`](Waker::will_wake) each other share. An entry is indexed
+/// and forgotten by the hash of the waker it keeps (the caller's clone,
+/// whose vtable pointer may be another copy of the caller's: a promoted
+/// constant the compiler need not merge, and miri never does), and looked
+/// up by the hash of the caller's, which finds only wakers that will_wake
+/// it. Tasks that share a data pointer but not a vtable share a home:
+/// correct, as `will_wake` decides, but their lookups probe further.
 #[inline]
 pub(super) fn hash(waker: &Waker) -> u32 {
     let data = waker.data().addr() as u64;

@@ -378,7 +378,8 @@ mod tests {
                     1 => u64::MAX,
                     _ => draw(1_000),
                 };
-                // A tag per cell: all the wakers are one task's here.
+                // Any tag, and one task for every cell: only the deadline
+                // scans are under test (`validate` would refuse the cells).
                 let _ = near.insert(deadline, Waker::noop().clone(), 0);
             }
             for cell in 0..CELLS {
