@@ -49,6 +49,18 @@ pub enum Call {
         /// Its deadline, from the clock.
         at: At,
     },
+    /// `schedule_wake` for `count % 80` tasks in turn from task `task`, at
+    /// `first` and then `spread` ticks apart: fills a queue at once.
+    Burst {
+        /// The first task.
+        task: u8,
+        /// How many tasks (modulo 80).
+        count: u8,
+        /// The first deadline, from the clock.
+        first: At,
+        /// Ticks between deadlines.
+        spread: u16,
+    },
     /// `next_expiration`, the clock moved on `by` ticks first.
     Expire {
         /// How far the clock moves.
@@ -145,13 +157,27 @@ impl Case {
     }
 }
 
+/// What a run reached, for a caller that checks its cases explore.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Reached {
+    /// Tasks a full queue woke early.
+    pub woken_early: usize,
+    /// The most tasks pending at once.
+    pub most_pending: usize,
+    /// Calls that unwound from a waker's panic.
+    pub unwound: usize,
+}
+
 /// Runs `case` on a `WakerQueue` of `capacity` entries (one of
 /// [`CAPACITIES`]) with `capacity + 8` tasks, checking every answer and
 /// every wake against the model, the queue's invariants after each call,
 /// and at the end that one last call wakes every task still pending.
+/// Returns what the run reached.
 ///
 /// # Panics
-/// On a disagreement, naming it; or a capacity not in [`CAPACITIES`].
+/// On a disagreement, naming it; or a capacity not in [`CAPACITIES`]; or
+/// if std's `Arc` wakers' clones do not `will_wake` the waker they were
+/// cloned from, which the model takes as one task (miri breaks it).
 ///
 /// # Examples
 /// ```
@@ -160,9 +186,10 @@ impl Case {
 ///
 /// let soon = At::Ahead(Ticks { bits: 10, value: 500 });
 /// let calls = (0..4).map(|task| Call::Schedule { task, at: soon }).collect();
-/// run(3, &Case { start: Start::Zero, calls }, false); // the fourth wakes one early
+/// let reached = run(3, &Case { start: Start::Zero, calls }, false);
+/// assert_eq!(reached.woken_early, 1); // the fourth task's call
 /// ```
-pub fn run(capacity: usize, case: &Case, panics: bool) {
+pub fn run(capacity: usize, case: &Case, panics: bool) -> Reached {
     match capacity {
         1 => Runner::<1>::run(case, panics),
         3 => Runner::<3>::run(case, panics),
@@ -202,10 +229,11 @@ struct Runner<const N: usize> {
     /// Each task's wakes counted so far.
     seen: Vec<usize>,
     now: u64,
+    reached: Reached,
 }
 
 impl<const N: usize> Runner<N> {
-    fn run(case: &Case, panics: bool) {
+    fn run(case: &Case, panics: bool) -> Reached {
         let tasks: Vec<Arc<Task>> = (0..N + EXTRA_TASKS).map(|_| Arc::default()).collect();
         let mut runner = Runner::<N> {
             queue: Box::new(WakerQueue::new()),
@@ -214,11 +242,33 @@ impl<const N: usize> Runner<N> {
             tasks,
             pending: BTreeMap::new(),
             now: case.start.tick(),
+            reached: Reached::default(),
         };
+        let waker = &runner.wakers[0];
+        assert!(
+            waker.clone().will_wake(waker),
+            "the model takes a waker and its clone as one task: here they are two"
+        );
         assert_eq!(runner.queue.next_expiration(runner.now), u64::MAX);
         for (step, &call) in case.calls.iter().enumerate() {
             match call {
                 Call::Schedule { task, at } => runner.schedule(usize::from(task), at, step),
+                Call::Burst {
+                    task,
+                    count,
+                    first,
+                    spread,
+                } => {
+                    let first = first.resolve(runner.now);
+                    for k in 0..usize::from(count % 80) {
+                        let later = (k as u64).saturating_mul(u64::from(spread));
+                        runner.schedule_at(
+                            usize::from(task) + k,
+                            first.saturating_add(later),
+                            step,
+                        );
+                    }
+                }
                 Call::Expire { by } => runner.expire(by.get(), step),
                 Call::Panics { task, on } => {
                     let task = usize::from(task) % runner.tasks.len();
@@ -229,8 +279,11 @@ impl<const N: usize> Runner<N> {
             }
             assert_eq!(runner.queue.len(), runner.pending.len(), "step {step}: len");
             runner.queue.validate();
+            let pending = runner.pending.len();
+            runner.reached.most_pending = runner.reached.most_pending.max(pending);
         }
         runner.finish();
+        runner.reached
     }
 
     fn earliest(&self) -> u64 {
@@ -257,8 +310,11 @@ impl<const N: usize> Runner<N> {
     }
 
     fn schedule(&mut self, task: usize, at: At, step: usize) {
+        self.schedule_at(task, at.resolve(self.now), step);
+    }
+
+    fn schedule_at(&mut self, task: usize, at: u64, step: usize) {
         let task = task % self.tasks.len();
-        let at = at.resolve(self.now);
         let before = self.earliest();
         let was_empty = self.pending.is_empty();
         let queue = &mut self.queue;
@@ -276,16 +332,20 @@ impl<const N: usize> Runner<N> {
                 self.pending.remove(&early).is_some(),
                 "{what}: woke {early}, which was not pending"
             );
+            self.reached.woken_early += 1;
         }
         let deadline = self.pending.entry(task).or_insert(at);
         *deadline = (*deadline).min(at);
         match answer {
             Ok(moved) => assert_eq!(moved, self.earliest() < before || was_empty, "{what}"),
             // The early wake comes last: the new entry is filed.
-            Err(_) => assert!(
-                woken.iter().any(|&k| self.panics(k)),
-                "{what}: unwound, but woke no task that panics ({woken:?})"
-            ),
+            Err(_) => {
+                assert!(
+                    woken.iter().any(|&k| self.panics(k)),
+                    "{what}: unwound, but woke no task that panics ({woken:?})"
+                );
+                self.reached.unwound += 1;
+            }
         }
     }
 
@@ -310,10 +370,13 @@ impl<const N: usize> Runner<N> {
                 assert_eq!(next, self.earliest(), "{what}");
             }
             // What it did not wake stays pending for the next call.
-            Err(_) => assert!(
-                woken.iter().any(|&k| self.panics(k)),
-                "{what}: unwound, but woke no task that panics ({woken:?})"
-            ),
+            Err(_) => {
+                assert!(
+                    woken.iter().any(|&k| self.panics(k)),
+                    "{what}: unwound, but woke no task that panics ({woken:?})"
+                );
+                self.reached.unwound += 1;
+            }
         }
     }
 

@@ -220,15 +220,28 @@ impl Encode for At {
 
 impl Encode for Call {
     fn encode(&self, out: &mut Vec<u8>) {
+        const N: u64 = 4;
         match *self {
             Call::Schedule { task, at } => {
-                let out = variant(out, 0, 3);
+                let out = variant(out, 0, N);
                 task.encode(out);
                 at.encode(out);
             }
-            Call::Expire { by } => by.encode(variant(out, 1, 3)),
+            Call::Burst {
+                task,
+                count,
+                first,
+                spread,
+            } => {
+                let out = variant(out, 1, N);
+                task.encode(out);
+                count.encode(out);
+                first.encode(out);
+                spread.encode(out);
+            }
+            Call::Expire { by } => by.encode(variant(out, 2, N)),
             Call::Panics { task, on } => {
-                let out = variant(out, 2, 3);
+                let out = variant(out, 3, N);
                 task.encode(out);
                 on.encode(out);
             }
@@ -561,7 +574,10 @@ fn waker_queue_seeds() -> Vec<(&'static str, u8, waker_queue_ops::Case)> {
         })
         .collect();
     fill.extend((0..40).map(|_| Call::Expire { by: ticks(97) }));
-    // Every task asks again, earlier and earlier, then at `u64::MAX`.
+    // 40 ticks short of `u64::MAX`: each task asks 5 000 and 3 000 ticks on
+    // (both saturate to `u64::MAX`), then 1 on; four new tasks at
+    // `u64::MAX` then overfill 16 entries, and a burst of 24 more, already
+    // due, each wakes one early.
     let mut again: Vec<Call> = (0..16)
         .flat_map(|task| {
             [5_000, 3_000, 1].map(|ahead| Call::Schedule {
@@ -574,6 +590,12 @@ fn waker_queue_seeds() -> Vec<(&'static str, u8, waker_queue_ops::Case)> {
         task,
         at: At::Never,
     }));
+    again.push(Call::Burst {
+        task: 20,
+        count: 24,
+        first: At::Behind(ticks(1_000)),
+        spread: 3,
+    });
     again.push(Call::Expire {
         by: ticks(u64::MAX),
     });
