@@ -7,9 +7,10 @@
 //! - One entry per task: wakers that [`will_wake`](Waker::will_wake) each
 //!   other are one task: a near cell is found by a tag of the waker's data
 //!   pointer (`near.rs`), a wheel entry through the index (`index.rs`, a
-//!   hash of the same pointer), which holds wheel entries only. Neither
-//!   reads the vtable pointer, which a waker's clone may carry another
-//!   copy of; `will_wake` decides.
+//!   hash of the same pointer), which holds wheel entries only. Both are
+//!   taken from the clone an entry keeps; a caller's waker that does not
+//!   `will_wake` its own clone is looked up again by that clone before a
+//!   new entry is filed.
 //! - A new entry takes a vacant near cell; when none is vacant, one earlier
 //!   than the latest near entry takes that entry's cell and the latest moves
 //!   to the wheel; any other goes to the wheel. An entry keeps its place
@@ -61,10 +62,10 @@ const LEVELS: usize = 11;
 /// for a tick and [`next_expiration`](Self::next_expiration) when its alarm
 /// fires, and sets the alarm to what `next_expiration` returns. A task
 /// (wakers that [`will_wake`](Waker::will_wake) each other) holds at most
-/// one entry, at the earliest tick it asked for (wakers that do not
-/// `will_wake` each other are other tasks to it, as to embassy's queues: an
-/// executor whose wakers' clones carry another copy of their vtable gets a
-/// new entry on each call). When all `N` entries are
+/// one entry, at the earliest tick it asked for; a waker whose clone does
+/// not `will_wake` it (another data pointer, or another copy of the
+/// vtable) is the task its clone is, since the clone is what the queue
+/// keeps and compares later calls with. When all `N` entries are
 /// taken, a new task's call wakes one pending task early (it polls, finds
 /// its time not come, and asks again) rather than lose it. Nothing
 /// allocates; [`new`](Self::new) is `const`, so the queue can be a
@@ -126,6 +127,16 @@ pub struct WakerQueue<const N: usize> {
     /// The least deadline in the wheel slot last walked for it, while the
     /// wheel's clock is short of that slot.
     walked: Option<Walked>,
+}
+
+/// Whether a task is queued, as [`WakerQueue::lower_queued`] found it.
+enum Queued {
+    /// Not queued.
+    Not,
+    /// Queued, at a deadline no later than the one asked for.
+    Kept,
+    /// Queued, and moved to the earlier deadline asked for.
+    Lowered,
 }
 
 /// A wheel slot's least deadline, kept after walking the slot.
@@ -239,16 +250,13 @@ impl<const N: usize> WakerQueue<N> {
             // when it holds fewer entries than there are cells.
             let room = N >= CELLS || self.near.len() < N;
             if room {
-                // Tagged by the clone it keeps, which later calls' wakers
-                // are compared with: a clone need not keep the caller's
-                // data pointer (a compare, not a second fold, when it does).
+                // The clone it keeps is what later calls' wakers are
+                // compared with. One that does not `will_wake` the caller's
+                // (another data pointer, another copy of the vtable) may
+                // find this task queued under an earlier clone: the slow
+                // path looks. Else it shares the caller's tag.
                 let kept = waker.clone();
-                let kept_tag = if kept.data() == waker.data() {
-                    tag
-                } else {
-                    near::tag(&kept)
-                };
-                if self.near.insert(at, kept, kept_tag).is_ok() {
+                if kept.will_wake(waker) && self.near.insert(at, kept, tag).is_ok() {
                     self.earliest = before.min(at);
                     return self.earliest < before || was_empty;
                 }
@@ -266,33 +274,36 @@ impl<const N: usize> WakerQueue<N> {
         let before = self.earliest;
         let was_empty = self.is_empty();
         let mut early = None;
-        // The wheel first: here it holds entries, and most of them when
-        // there are many.
-        if let Some(index) = self.find(hash, waker) {
-            let old = self.wheel.deadline_at(index);
-            if at >= old {
-                return false;
-            }
-            let Some(id) = self.wheel.id_at(index) else {
-                return false;
-            };
-            self.wheel.reschedule(id, at);
-            self.refiled(Some(old), Some(at));
-        } else if let Some(cell) = self.near.find(tag(waker), waker) {
-            if at >= self.near.deadline(cell) {
-                return false;
-            }
-            self.near.set_deadline(cell, at);
-        } else {
-            // The clone is the caller's code and may panic: before any entry
-            // leaves to make room, so that none is lost with it.
-            let waker = waker.clone();
-            if self.len() == N {
-                early = self.make_room();
-            }
-            // Unreachable with room made; never lose a wake.
-            if let Some(back) = self.file(at, waker) {
-                early = Some(back);
+        // Dropped last, as its drop is the caller's code.
+        let mut spare = None;
+        match self.lower_queued(hash, at, waker) {
+            Queued::Kept => return false,
+            Queued::Lowered => {}
+            Queued::Not => {
+                // The clone is the caller's code and may panic: before any
+                // entry leaves to make room, so that none is lost with it.
+                let kept = waker.clone();
+                // What the queue keeps and compares later calls with: a
+                // clone that does not `will_wake` the caller's waker may
+                // find the task queued under an earlier clone.
+                let again = if kept.will_wake(waker) {
+                    Queued::Not
+                } else {
+                    self.lower_queued(index::hash(&kept), at, &kept)
+                };
+                match again {
+                    Queued::Kept => return false,
+                    Queued::Lowered => spare = Some(kept),
+                    Queued::Not => {
+                        if self.len() == N {
+                            early = self.make_room();
+                        }
+                        // Unreachable with room made; never lose a wake.
+                        if let Some(back) = self.file(at, kept) {
+                            early = Some(back);
+                        }
+                    }
+                }
             }
         }
         if self.stale {
@@ -302,7 +313,33 @@ impl<const N: usize> WakerQueue<N> {
         if let Some(waker) = early {
             waker.wake();
         }
+        drop(spare);
         self.earliest < before || was_empty
+    }
+
+    /// Lowers the deadline of the task `waker` (hash `hash`) belongs to, if
+    /// it is queued, to `at` if that is earlier; says which.
+    #[inline(always)]
+    fn lower_queued(&mut self, hash: u32, at: u64, waker: &Waker) -> Queued {
+        // The wheel first: here it holds entries, and most of them when
+        // there are many.
+        if let Some(index) = self.find(hash, waker) {
+            let old = self.wheel.deadline_at(index);
+            let Some(id) = self.wheel.id_at(index).filter(|_| at < old) else {
+                return Queued::Kept;
+            };
+            self.wheel.reschedule(id, at);
+            self.refiled(Some(old), Some(at));
+            Queued::Lowered
+        } else if let Some(cell) = self.near.find(tag(waker), waker) {
+            if at >= self.near.deadline(cell) {
+                return Queued::Kept;
+            }
+            self.near.set_deadline(cell, at);
+            Queued::Lowered
+        } else {
+            Queued::Not
+        }
     }
 
     /// Wakes every task due by `now` and returns the next deadline, or

@@ -219,11 +219,12 @@ static CLONE_PANICS: RawWakerVTable = RawWakerVTable::new(
     |_| {},
 );
 
-/// A full queue of `N` tasks, then a new task whose waker's clone panics:
-/// the call unwinds before any entry moves (none is taken out to make room,
-/// to be lost with the unwinding), and all `N` stay pending.
-fn a_clone_that_panics_loses_no_task<const N: usize>() {
-    let (tasks, wakers) = tasks(N);
+/// A queue of `N` entries holding `queued` tasks, then a new task whose
+/// waker's clone panics: the call unwinds before any entry moves (none is
+/// taken out to make room, to be lost with the unwinding), and all stay
+/// pending.
+fn a_clone_that_panics_loses_no_task<const N: usize>(queued: usize) {
+    let (tasks, wakers) = tasks(queued);
     let mut queue: WakerQueue<N> = WakerQueue::new();
     for (k, waker) in wakers.iter().enumerate() {
         queue.schedule_wake(1_000 + k as u64 * 7_919, waker);
@@ -234,17 +235,23 @@ fn a_clone_that_panics_loses_no_task<const N: usize>() {
     let unwound = catch_unwind(AssertUnwindSafe(|| queue.schedule_wake(10, &panics)));
     assert!(unwound.is_err(), "the clone's panic reaches the caller");
     queue.validate();
-    assert_eq!(woken(&tasks), vec![0; N], "none woken early: nothing moved");
-    assert_eq!(queue.len(), N, "a task went missing");
+    assert_eq!(
+        woken(&tasks),
+        vec![0; queued],
+        "none woken early: nothing moved"
+    );
+    assert_eq!(queue.len(), queued, "a task went missing");
     assert_eq!(queue.next_expiration(u64::MAX), u64::MAX);
-    assert_eq!(woken(&tasks), vec![1; N], "every task woken once");
+    assert_eq!(woken(&tasks), vec![1; queued], "every task woken once");
 }
 
 #[test]
 fn a_hand_made_waker_whose_clone_panics_is_not_queued_and_loses_no_other() {
-    // All in the near cells, and past them into the wheel.
-    a_clone_that_panics_loses_no_task::<4>();
-    a_clone_that_panics_loses_no_task::<24>();
+    // Room in the near cells (the common call's clone), full in them, and
+    // full past them into the wheel.
+    a_clone_that_panics_loses_no_task::<4>(2);
+    a_clone_that_panics_loses_no_task::<4>(4);
+    a_clone_that_panics_loses_no_task::<24>(24);
 }
 
 /// Wakes counted by task, for the wakers below: their data is an index here.
@@ -258,8 +265,10 @@ static FIRST: RawWakerVTable =
     RawWakerVTable::new(clone_second, wake_counted, wake_counted, drop_nothing);
 static SECOND: RawWakerVTable =
     RawWakerVTable::new(clone_second, wake_counted, wake_counted, drop_nothing);
-/// A waker whose clone is another data pointer, 24 on: to the queue,
-/// another task, which it must still index and forget at one home.
+/// A waker whose clone is another data pointer, 24 on, with the `SECOND`
+/// vtable (whose clones keep it): it does not `will_wake` its clone, so
+/// to the queue the clone is the task, which it must index and forget at
+/// one home, and find again from the caller's waker's next clone.
 static MOVES: RawWakerVTable =
     RawWakerVTable::new(clone_moved, wake_counted, wake_counted, drop_nothing);
 
@@ -278,8 +287,10 @@ fn wake_counted(data: *const ()) {
 fn drop_nothing(_: *const ()) {}
 
 /// 24 tasks with wakers of `vtable` in a queue of 24 (16 near, the rest in
-/// the wheel and its index), each queued once and fired, `validate` after
-/// every call; the wakes of the tasks `WAKES[counted]` names.
+/// the wheel and its index), each asking three times (later: kept; earlier:
+/// lowered; its kept clone's clone: kept), then fired, `validate` after
+/// every call: one entry a task, each woken once, as `WAKES[counted]`
+/// counts them.
 fn hand_made_wakers_fire_once(vtable: &'static RawWakerVTable, counted: std::ops::Range<usize>) {
     let wakers: Vec<Waker> = (0..24)
         .map(|task| {
@@ -291,7 +302,12 @@ fn hand_made_wakers_fire_once(vtable: &'static RawWakerVTable, counted: std::ops
         .collect();
     let mut queue: WakerQueue<24> = WakerQueue::new();
     for (k, waker) in wakers.iter().enumerate() {
-        queue.schedule_wake(100 + k as u64 * 7_919, waker);
+        let at = 100 + k as u64 * 7_919;
+        assert_eq!(queue.schedule_wake(at + 1, waker), k == 0);
+        assert!(!queue.schedule_wake(at + 2, waker), "later: kept");
+        queue.schedule_wake(at, waker);
+        assert!(!queue.schedule_wake(at, &waker.clone().clone()), "kept");
+        assert_eq!(queue.len(), k + 1, "one entry a task");
         queue.validate();
     }
     for k in 0..wakers.len() as u64 {

@@ -14,10 +14,10 @@ pub(super) const VACANT: u32 = u32::MAX;
 /// A waker's hash: of its data pointer, which wakers that
 /// [`will_wake`](Waker::will_wake) each other share. An entry is indexed
 /// and forgotten by the hash of the waker it keeps (the caller's clone,
-/// whose vtable pointer may be another copy of the caller's: a promoted
-/// constant the compiler need not merge, and miri never does), and looked
-/// up by the hash of the caller's, which finds only wakers that will_wake
-/// it. Tasks that share a data pointer but not a vtable share a home:
+/// which may carry another data pointer, or another copy of the vtable: a
+/// promoted constant the compiler need not merge, and miri never does),
+/// and looked up by the hash of the caller's, which finds only wakers that
+/// will_wake it. Tasks that share a data pointer but not a vtable share a home:
 /// correct, as `will_wake` decides, but their lookups probe further.
 #[inline]
 pub(super) fn hash(waker: &Waker) -> u32 {
