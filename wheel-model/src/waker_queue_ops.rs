@@ -162,10 +162,10 @@ impl Case {
 pub struct Reached {
     /// Tasks a full queue woke early.
     pub woken_early: usize,
-    /// The most tasks pending at once.
-    pub most_pending: usize,
-    /// Calls that unwound from a waker's panic.
-    pub unwound: usize,
+    /// `schedule_wake` calls that unwound from the early wake's panic.
+    pub unwound_scheduling: usize,
+    /// `next_expiration` calls that unwound from a waker's panic.
+    pub unwound_expiring: usize,
 }
 
 /// Runs `case` on a `WakerQueue` of `capacity` entries (one of
@@ -279,8 +279,6 @@ impl<const N: usize> Runner<N> {
             }
             assert_eq!(runner.queue.len(), runner.pending.len(), "step {step}: len");
             runner.queue.validate();
-            let pending = runner.pending.len();
-            runner.reached.most_pending = runner.reached.most_pending.max(pending);
         }
         runner.finish();
         runner.reached
@@ -344,7 +342,7 @@ impl<const N: usize> Runner<N> {
                     woken.iter().any(|&k| self.panics(k)),
                     "{what}: unwound, but woke no task that panics ({woken:?})"
                 );
-                self.reached.unwound += 1;
+                self.reached.unwound_scheduling += 1;
             }
         }
     }
@@ -375,7 +373,7 @@ impl<const N: usize> Runner<N> {
                     woken.iter().any(|&k| self.panics(k)),
                     "{what}: unwound, but woke no task that panics ({woken:?})"
                 );
-                self.reached.unwound += 1;
+                self.reached.unwound_expiring += 1;
             }
         }
     }

@@ -576,8 +576,8 @@ fn waker_queue_seeds() -> Vec<(&'static str, u8, waker_queue_ops::Case)> {
     fill.extend((0..40).map(|_| Call::Expire { by: ticks(97) }));
     // 40 ticks short of `u64::MAX`: each task asks 5 000 and 3 000 ticks on
     // (both saturate to `u64::MAX`), then 1 on; four new tasks at
-    // `u64::MAX` then overfill 16 entries, and a burst of 24 more, already
-    // due, each wakes one early.
+    // `u64::MAX` then overfill 16 entries; a burst of 24, already due, comes
+    // round the 24 tasks again, and those not pending each wake one early.
     let mut again: Vec<Call> = (0..16)
         .flat_map(|task| {
             [5_000, 3_000, 1].map(|ahead| Call::Schedule {
