@@ -100,7 +100,9 @@ const LEVELS: usize = 11;
 /// its answer is lost: a driver that catches the panic should set its
 /// alarm from `next_expiration`. A waker whose `clone` panics unwinds out
 /// of `schedule_wake` before any entry moves: that task is not queued, and
-/// no other is lost.
+/// no other is lost. One whose `drop` panics when `schedule_wake` drops a
+/// spare clone (a waker that does not `will_wake` its own clone) unwinds
+/// with the task's deadline lowered but the answer lost, as for `wake`.
 ///
 /// # Examples
 /// ```
@@ -274,7 +276,8 @@ impl<const N: usize> WakerQueue<N> {
         let before = self.earliest;
         let was_empty = self.is_empty();
         let mut early = None;
-        // Dropped last, as its drop is the caller's code.
+        // A clone not kept: dropped once the queue is consistent again, as
+        // its drop is the caller's code.
         let mut spare = None;
         match self.lower_queued(hash, at, waker) {
             Queued::Kept => return false,

@@ -305,13 +305,20 @@ fn hand_made_wakers_fire_once(vtable: &'static RawWakerVTable, counted: std::ops
         let at = 100 + k as u64 * 7_919;
         assert_eq!(queue.schedule_wake(at + 1, waker), k == 0);
         assert!(!queue.schedule_wake(at + 2, waker), "later: kept");
-        queue.schedule_wake(at, waker);
+        assert_eq!(queue.schedule_wake(at, waker), k == 0, "earlier: lowered");
         assert!(!queue.schedule_wake(at, &waker.clone().clone()), "kept");
         assert_eq!(queue.len(), k + 1, "one entry a task");
         queue.validate();
     }
     for k in 0..wakers.len() as u64 {
-        queue.next_expiration(100 + k * 7_919);
+        // Each at the deadline it was lowered to, not a tick later.
+        let next = queue.next_expiration(100 + k * 7_919);
+        let expected = if k + 1 == wakers.len() as u64 {
+            u64::MAX
+        } else {
+            100 + (k + 1) * 7_919
+        };
+        assert_eq!(next, expected);
         queue.validate();
     }
     assert!(queue.is_empty());

@@ -17,7 +17,8 @@ pub(super) const VACANT: u32 = u32::MAX;
 /// which may carry another data pointer, or another copy of the vtable: a
 /// promoted constant the compiler need not merge, and miri never does),
 /// and looked up by the hash of the caller's, which finds only wakers that
-/// will_wake it. Tasks that share a data pointer but not a vtable share a home:
+/// will_wake it (and, for a caller's waker that does not will_wake its own
+/// clone, by the hash of that clone). Tasks that share a data pointer but not a vtable share a home:
 /// correct, as `will_wake` decides, but their lookups probe further.
 #[inline]
 pub(super) fn hash(waker: &Waker) -> u32 {
