@@ -231,9 +231,6 @@ impl<const N: usize> WakerQueue<N> {
     /// assert_eq!(queue.len(), 2);
     /// ```
     pub fn schedule_wake(&mut self, at: u64, waker: &Waker) -> bool {
-        // Only the calls past the common ones use it; taken first, it
-        // measured no slower for them than taken past the checks.
-        let hash = hash(waker);
         // The common calls, kept small: a near task's deadline lowered, or
         // a new task into a vacant cell while the wheel holds none.
         if !self.stale && self.wheel.is_empty() {
@@ -264,12 +261,12 @@ impl<const N: usize> WakerQueue<N> {
                 }
             }
         }
-        self.schedule_wake_slow(hash, at, waker)
+        self.schedule_wake_slow(at, waker)
     }
 
     /// [`schedule_wake`](Self::schedule_wake) past its common calls.
     #[inline(never)]
-    fn schedule_wake_slow(&mut self, hash: u32, at: u64, waker: &Waker) -> bool {
+    fn schedule_wake_slow(&mut self, at: u64, waker: &Waker) -> bool {
         if self.stale {
             self.find_earliest();
         }
@@ -279,7 +276,7 @@ impl<const N: usize> WakerQueue<N> {
         // A clone not kept: dropped once the queue is consistent again, as
         // its drop is the caller's code.
         let mut spare = None;
-        match self.lower_queued(hash, at, waker) {
+        match self.lower_queued(hash(waker), at, waker) {
             Queued::Kept => return false,
             Queued::Lowered => {}
             Queued::Not => {
@@ -292,7 +289,7 @@ impl<const N: usize> WakerQueue<N> {
                 let again = if kept.will_wake(waker) {
                     Queued::Not
                 } else {
-                    self.lower_queued(index::hash(&kept), at, &kept)
+                    self.lower_queued(hash(&kept), at, &kept)
                 };
                 match again {
                     Queued::Kept => return false,
