@@ -202,18 +202,18 @@ impl Builder {
                 "thread name must not contain a NUL byte",
             ));
         }
-        let (shared, consumer) = ServiceState::new(
+        let (state, consumer) = ServiceState::new(
             Clock::new(self.tick, self.manual_clock),
             self.max_pending,
             self.executor.map(Executor::new),
         );
         // Held before the driver starts, so that its first look finds a
         // holder; dropped with the error, it shuts the service down.
-        let service = TimerService::first(&shared);
-        let driver = Driver::new(shared.clone(), consumer);
+        let service = TimerService::first(&state);
+        let driver = Driver::new(state.clone(), consumer);
         let join = thread::spawn_named(self.thread_name, move || driver.run())?;
-        shared.set_driver(join.thread().clone());
-        shared.set_join(join);
+        state.set_driver(join.thread().clone());
+        state.set_join(join);
         Ok(service)
     }
 }

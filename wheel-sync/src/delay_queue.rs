@@ -116,7 +116,7 @@ impl<T> DelayQueue<T> {
     /// assert_eq!(timers.pending(), 0); // no timer until the queue waits
     /// ```
     pub fn with_service(service: &TimerService) -> Self {
-        let now = service.shared().clock.now_tick();
+        let now = service.state().clock.now_tick();
         Self {
             service: service.clone(),
             wheel: Wheel::starting_at(now),
@@ -139,7 +139,7 @@ impl<T> DelayQueue<T> {
     /// assert!(queue.deadline(key).is_some());
     /// ```
     pub fn insert(&mut self, value: T, delay: Duration) -> Key {
-        let (deadline, tick) = self.service.shared().clock.deadline_after(delay);
+        let (deadline, tick) = self.service.state().clock.deadline_after(delay);
         self.insert_tick(value, deadline, tick)
     }
 
@@ -158,7 +158,7 @@ impl<T> DelayQueue<T> {
     /// assert_eq!(queue.deadline(key), Some(at));
     /// ```
     pub fn insert_at(&mut self, value: T, deadline: Instant) -> Key {
-        let tick = self.service.shared().clock.tick_for(deadline);
+        let tick = self.service.state().clock.tick_for(deadline);
         self.insert_tick(value, deadline, tick)
     }
 
@@ -199,7 +199,7 @@ impl<T> DelayQueue<T> {
     /// assert!(queue.reset(key, Duration::from_secs(60)));
     /// ```
     pub fn reset(&mut self, key: Key, delay: Duration) -> bool {
-        let (deadline, tick) = self.service.shared().clock.deadline_after(delay);
+        let (deadline, tick) = self.service.state().clock.deadline_after(delay);
         self.reset_tick(key, deadline, tick)
     }
 
@@ -217,7 +217,7 @@ impl<T> DelayQueue<T> {
     /// assert_eq!(queue.deadline(key), Some(at));
     /// ```
     pub fn reset_at(&mut self, key: Key, deadline: Instant) -> bool {
-        let tick = self.service.shared().clock.tick_for(deadline);
+        let tick = self.service.state().clock.tick_for(deadline);
         self.reset_tick(key, deadline, tick)
     }
 
@@ -358,7 +358,7 @@ impl<T> DelayQueue<T> {
             let armed = matches!(self.sleep, Some((_, tick)) if tick == next);
             if !armed {
                 // A new earliest deadline: it may have passed already.
-                let now = self.service.shared().clock.now_tick();
+                let now = self.service.state().clock.now_tick();
                 if next <= now {
                     reached = now;
                     continue;
@@ -370,7 +370,7 @@ impl<T> DelayQueue<T> {
             }
             // Fired, so the clock has passed `next`; one read of it takes in
             // every tick since.
-            reached = next.max(self.service.shared().clock.now_tick());
+            reached = next.max(self.service.state().clock.now_tick());
         }
     }
 
@@ -400,7 +400,7 @@ impl<T> DelayQueue<T> {
 
     /// When `tick` begins, for the sleep's deadline (the tick decides).
     fn instant_of(service: &TimerService, tick: u64) -> Instant {
-        service.shared().clock.deadline_of(tick)
+        service.state().clock.deadline_of(tick)
     }
 
     /// The sleep, due when `tick` begins: made on the first wait, moved

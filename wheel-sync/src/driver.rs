@@ -27,7 +27,7 @@
 //! - Parked timers (see `parked`) are the queue's too: the driver takes
 //!   every parked message each round once [`parked::SWEEP_EVERY`] has
 //!   passed since the last sweep, and before any longer sleep; the check of
-//!   the slots joins the queue's in the handshake above, and a parking
+//!   the spots joins the queue's in the handshake above, and a parking
 //!   producer makes the same fence-and-compare as a pushing one. Being
 //!   woken by a producer counts as a busy round, so a thread whose timers
 //!   are all parked and retracted costs a wake-up per nap, not per timer.
@@ -67,7 +67,7 @@ use std::time::{Duration, Instant};
 
 use wheel_core::{BucketWheel, Wheel};
 
-use crate::entry::{EntryRef, CANCELLED, SLOT_OUT};
+use crate::entry::{EntryRef, CANCELLED, INDEX_OUT};
 use crate::holders::DISARM_EVERY;
 use crate::job::Job;
 use crate::parked;
@@ -138,7 +138,7 @@ pub(crate) enum Message {
 
 /// The driver thread's state: the wheel and the consuming end of the queue.
 pub(crate) struct Driver {
-    shared: Arc<ServiceState>,
+    state: Arc<ServiceState>,
     consumer: Consumer<Message>,
     /// Boxed: its level tables are about 11 KiB, too much to move around on
     /// small thread stacks (loom's among them).
@@ -176,9 +176,9 @@ impl fmt::Debug for Driver {
 }
 
 impl Driver {
-    pub(crate) fn new(shared: Arc<ServiceState>, consumer: Consumer<Message>) -> Self {
-        let now = shared.clock.now_tick();
-        let last_sweep = shared.clock.now();
+    pub(crate) fn new(state: Arc<ServiceState>, consumer: Consumer<Message>) -> Self {
+        let now = state.clock.now_tick();
+        let last_sweep = state.clock.now();
         let mut wheel = Box::new(Wheel::starting_at(now));
         let mut jobs = BucketWheel::starting_at(now);
         // Each wheel makes its staging area on its first cascade ahead and
@@ -189,7 +189,7 @@ impl Driver {
         wheel.cascade_ahead(0);
         jobs.cascade_ahead(0);
         Self {
-            shared,
+            state,
             consumer,
             wheel,
             jobs,
@@ -215,13 +215,13 @@ impl Driver {
         let rounds = catch_unwind(AssertUnwindSafe(|| {
             // Whether the last sleep was ended by a producer.
             let mut woken = false;
-            while !self.shared.is_shutdown() {
+            while !self.state.is_shutdown() {
                 woken = self.round(woken);
             }
         }));
         if let Err(payload) = rounds {
             drop_payload(payload);
-            self.shared.begin_shutdown();
+            self.state.begin_shutdown();
         }
         let unfired =
             catch_unwind(AssertUnwindSafe(|| self.abandon_all())).unwrap_or_else(|payload| {
@@ -230,10 +230,10 @@ impl Driver {
             });
         // After `abandon_all`'s fence: with the holders' own look at the
         // flag, no idle count stays armed (see `holders`).
-        while self.shared.holders.disarm_idle().is_none() {
+        while self.state.holders.disarm_idle().is_none() {
             thread::yield_now();
         }
-        self.shared.count_uncounted();
+        self.state.count_uncounted();
         unfired
     }
 
@@ -242,28 +242,28 @@ impl Driver {
     /// producer ended the sleep, if there was one.
     fn round(&mut self, woken: bool) -> bool {
         #[cfg(all(test, not(loom)))]
-        if self.shared.fail_next_round.swap(false, Ordering::Relaxed) {
+        if self.state.fail_next_round.swap(false, Ordering::Relaxed) {
             panic!("the driver's own code panics");
         }
         // Read first: what was submitted before the clock got here is
         // then filed, and fired if due, by this round.
-        let manual_ns = self.shared.clock.manual_ns();
+        let manual_ns = self.state.clock.manual_ns();
         let mut filed = self.file_submissions(BATCH);
-        let now = self.shared.clock.now();
+        let now = self.state.clock.now();
         // A manual clock sweeps every round: its time jumps, so a timer
         // parked just before an `advance` may be due in the very round
         // `advance` waits for.
         if manual_ns.is_some()
             || now.saturating_duration_since(self.last_sweep) >= parked::SWEEP_EVERY
-            || self.shared.sweep_asked()
+            || self.state.sweep_asked()
         {
             filed += self.sweep(now);
         }
         if self.disarm_idle_holders() {
             return woken;
         }
-        DriverStats::bump(&self.shared.stats.rounds, 1);
-        DriverStats::raise(&self.shared.stats.max_filed, filed as u64);
+        DriverStats::bump(&self.state.stats.rounds, 1);
+        DriverStats::raise(&self.state.stats.max_filed, filed as u64);
         if filed >= BATCH && manual_ns.is_some() {
             // A manual clock files everything before it fires, so what one
             // `advance` makes due fires in deadline order; only a real clock
@@ -283,7 +283,7 @@ impl Driver {
             } else {
                 // Preempted, most likely: nap a tick at a time meanwhile.
                 // What is already in the wheel still fires on time.
-                thread::park_timeout(self.shared.clock.tick().min(STALL_NAP));
+                thread::park_timeout(self.state.clock.tick().min(STALL_NAP));
             }
             return woken;
         }
@@ -291,8 +291,8 @@ impl Driver {
         if let Some(ns) = manual_ns {
             // `advance` promises every due sleep woken when it returns:
             // no batch is left waiting for a task to take it.
-            self.shared.relay.wake_handed();
-            self.shared.caught_up.store(ns, Ordering::Release);
+            self.state.relay.wake_handed();
+            self.state.caught_up.store(ns, Ordering::Release);
         }
         self.cascade_ahead();
         self.give_memory_back();
@@ -329,9 +329,9 @@ impl Driver {
     /// One sweep of the holder counts, unless another disarmer has them
     /// (`None`); whether it took the last armed one (and began the shutdown).
     fn disarm_now(&self) -> Option<bool> {
-        let stopped = self.shared.holders.disarm_idle()?;
+        let stopped = self.state.holders.disarm_idle()?;
         if stopped {
-            self.shared.begin_shutdown();
+            self.state.begin_shutdown();
         }
         Some(stopped)
     }
@@ -339,8 +339,8 @@ impl Driver {
     /// Files every parked message; returns how many.
     fn sweep(&mut self, now: Instant) -> usize {
         self.last_sweep = now;
-        let shared = Arc::clone(&self.shared);
-        shared.parked.sweep(|message| self.file(message))
+        let state = Arc::clone(&self.state);
+        state.parked.sweep(|message| self.file(message))
     }
 
     /// Uses idle time before the next expiration to file the next big slot's
@@ -356,10 +356,10 @@ impl Driver {
             let Some(next) = self.next_expiration() else {
                 return;
             };
-            let Some(due) = self.shared.clock.instant_of(next) else {
+            let Some(due) = self.state.clock.instant_of(next) else {
                 return;
             };
-            if due.saturating_duration_since(self.shared.clock.now()) < AHEAD_MARGIN {
+            if due.saturating_duration_since(self.state.clock.now()) < AHEAD_MARGIN {
                 return;
             }
             if self.wheel.cascade_ahead(AHEAD_CHUNK) == 0
@@ -405,9 +405,9 @@ impl Driver {
     fn park(&mut self, busy: bool) -> bool {
         // What the rounds since the last sleep freed may have held a waker
         // whose drop panicked (see `caught`).
-        self.shared.count_uncounted();
-        let now = self.shared.clock.now();
-        let manual = self.shared.clock.manual_ns().is_some();
+        self.state.count_uncounted();
+        let now = self.state.clock.now();
+        let manual = self.state.clock.manual_ns().is_some();
         let mut plan = self.plan(busy);
         let mut long = self.sleeps_long(plan, now);
         let stale = manual || now.saturating_duration_since(self.last_sweep) >= parked::SWEEP_EVERY;
@@ -416,22 +416,22 @@ impl Driver {
             // then a round fires it, where the old plan could sleep past it
             // (for good, on a manual clock). Otherwise the plan takes it in.
             plan = self.plan(true);
-            if plan.is_some_and(|tick| tick <= self.shared.clock.now_tick()) {
+            if plan.is_some_and(|tick| tick <= self.state.clock.now_tick()) {
                 return true;
             }
             long = self.sleeps_long(plan, now);
         }
-        let shared = &*self.shared;
+        let state = &*self.state;
         // With timers pending, a real clock's sleep ends a RECLAIM_EVERY
         // from now at the latest, and says so: a producer compares its
         // timer with the wake-up it can count on, and need not wake a
         // driver that will be up before its timer anyway.
         let cap = now + RECLAIM_EVERY;
         let wake = match plan {
-            Some(tick) if !manual => Some(tick.min(shared.clock.tick_for(cap))),
+            Some(tick) if !manual => Some(tick.min(state.clock.tick_for(cap))),
             plan => plan,
         };
-        shared
+        state
             .sleeping_until
             .store(wake.unwrap_or(FOREVER), Ordering::Relaxed);
         // Every sleep but these ends within a RECLAIM_EVERY, and the first
@@ -439,15 +439,15 @@ impl Driver {
         // every sleep is untimed (no clock).
         let untimed = manual || plan.is_none() || cfg!(loom);
         fence(Ordering::SeqCst);
-        let nap = (long && shared.parked.any()).then(|| self.last_sweep + PARKED_NAP);
+        let nap = (long && state.parked.any()).then(|| self.last_sweep + PARKED_NAP);
         // A thread's holders all gone while others are held: come back to
         // disarm its count, or the last drop could leave the driver asleep.
-        let holders_idle = untimed && shared.holders.any_idle();
+        let holders_idle = untimed && state.holders.any_idle();
         if self.consumer.is_empty()
-            && !shared.sweep_asked.load(Ordering::Relaxed)
-            && !shared.shutdown.load(Ordering::Relaxed)
+            && !state.sweep_asked.load(Ordering::Relaxed)
+            && !state.shutdown.load(Ordering::Relaxed)
         {
-            DriverStats::bump(&shared.stats.wakeups, 1);
+            DriverStats::bump(&state.stats.wakeups, 1);
             match plan {
                 // Loom has no clock to nap by: disarm now, then a round.
                 _ if holders_idle && cfg!(loom) => {
@@ -465,10 +465,10 @@ impl Driver {
                 _ => {
                     // Timers pending, a nap for parked ones, or idle holder
                     // counts to disarm (a RECLAIM_EVERY): wake by then.
-                    let at = (wake.and_then(|tick| shared.clock.instant_of(tick)))
+                    let at = (wake.and_then(|tick| state.clock.instant_of(tick)))
                         .map_or(cap, |due| due.min(cap));
                     let at = nap.map_or(at, |nap| nap.min(at));
-                    let now = self.shared.clock.now();
+                    let now = self.state.clock.now();
                     if at > now {
                         thread::park_timeout(at - now);
                     }
@@ -476,7 +476,7 @@ impl Driver {
             }
         }
         // A producer that wakes the driver sets `AWAKE` before unparking it.
-        shared.sleeping_until.swap(AWAKE, Ordering::Relaxed) == AWAKE
+        state.sleeping_until.swap(AWAKE, Ordering::Relaxed) == AWAKE
     }
 
     /// The tick to wake at: the next expiration, or a nap's end after a
@@ -486,13 +486,13 @@ impl Driver {
     /// plan forward to the next tick, when the driver wakes them itself.
     fn plan(&self, busy: bool) -> Option<u64> {
         let plan = match self.next_expiration() {
-            None if busy => Some(self.shared.clock.tick_after(RECLAIM_EVERY)),
+            None if busy => Some(self.state.clock.tick_after(RECLAIM_EVERY)),
             next => next,
         };
-        if !self.shared.relay.is_handed() {
+        if !self.state.relay.is_handed() {
             return plan;
         }
-        let soon = self.shared.clock.now_tick().saturating_add(1);
+        let soon = self.state.clock.now_tick().saturating_add(1);
         Some(plan.map_or(soon, |tick| tick.min(soon)))
     }
 
@@ -500,7 +500,7 @@ impl Driver {
     fn sleeps_long(&self, plan: Option<u64>, now: Instant) -> bool {
         let horizon = now + parked::SWEEP_EVERY;
         plan.is_none_or(|tick| {
-            self.shared
+            self.state
                 .clock
                 .instant_of(tick)
                 .is_none_or(|due| due > horizon)
@@ -519,18 +519,18 @@ impl Driver {
     pub(crate) fn abandon_all(&mut self) -> usize {
         // The driver's half of the handshake: its own store of the flag,
         // before the fence, is what a producer after it is sure to see.
-        self.shared.shutdown.store(true, Ordering::Relaxed);
+        self.state.shutdown.store(true, Ordering::Relaxed);
         fence(Ordering::SeqCst);
         let mut unfired = 0;
         let mut patience = Instant::now() + SHUTDOWN_PATIENCE;
         let mut looks = 0;
         loop {
-            self.shared.relay.wake_handed();
-            self.sweep(self.shared.clock.now());
+            self.state.relay.wake_handed();
+            self.sweep(self.state.clock.now());
             while self.file_submissions(BATCH) > 0 {}
             let abandoned = self.abandon_filed();
             unfired += abandoned;
-            if self.shared.pending() == 0 || Instant::now() > patience {
+            if self.state.pending() == 0 || Instant::now() > patience {
                 break;
             }
             if abandoned > 0 {
@@ -544,20 +544,20 @@ impl Driver {
                 thread::park_timeout(STALL_NAP);
             }
         }
-        self.shared.unfired.store(unfired, Ordering::Release);
+        self.state.unfired.store(unfired, Ordering::Release);
         unfired
     }
 
     /// Abandons every timer in the wheels; returns how many.
     fn abandon_filed(&mut self) -> usize {
-        let shared = &*self.shared;
+        let state = &*self.state;
         let mut unfired = 0;
         let mut panicked = 0;
         let mut cancelled = 0;
         for expired in self.wheel.drain() {
             let entry = expired.value;
-            entry.set_slot(SLOT_OUT);
-            let (abandoned, panic) = shared.abandon(&entry);
+            entry.set_wheel_index(INDEX_OUT);
+            let (abandoned, panic) = state.abandon(&entry);
             unfired += usize::from(abandoned);
             // Cancelled while filed, its message not yet seen: it is
             // counted here, as its message, filed later, finds it out.
@@ -565,12 +565,12 @@ impl Driver {
             panicked += u64::from(panic);
         }
         for (_, job) in self.jobs.drain() {
-            shared.release();
+            state.release();
             panicked += u64::from(!job.discard());
             unfired += 1;
         }
-        DriverStats::bump(&shared.stats.panicked, panicked);
-        DriverStats::bump(&shared.stats.cancelled, cancelled);
+        DriverStats::bump(&state.stats.panicked, panicked);
+        DriverStats::bump(&state.stats.cancelled, cancelled);
         unfired
     }
 }

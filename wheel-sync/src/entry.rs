@@ -16,7 +16,7 @@
 //!   the entry and acts on the word it cleared it in. So each entry is in the
 //!   queue at most once, and a cancel that lands while the schedule is still
 //!   queued costs no second message: the driver never files that timer.
-//! - `slot` is touched by the driver thread alone: where the timer is in the
+//! - `wheel_index` is touched by the driver thread alone: where the timer is in the
 //!   driver's wheel. Producers never read it; it is atomic only so that the
 //!   entry is `Sync` without `unsafe`.
 
@@ -39,11 +39,11 @@ const TICK_SHIFT: u32 = 3;
 /// The latest tick a word can hold.
 pub(crate) const MAX_TICK: u64 = u64::MAX >> TICK_SHIFT;
 
-/// `slot` before the driver has seen the entry. Wheel indexes stay below
+/// `wheel_index` before the driver has seen the entry. Wheel indexes stay below
 /// both sentinels (see [`wheel_core::TimerId::index`]).
-pub(crate) const SLOT_NEW: u32 = u32::MAX;
-/// `slot` once the driver has seen it and it is not in the wheel.
-pub(crate) const SLOT_OUT: u32 = u32::MAX - 1;
+pub(crate) const INDEX_NEW: u32 = u32::MAX;
+/// `wheel_index` once the driver has seen it and it is not in the wheel.
+pub(crate) const INDEX_OUT: u32 = u32::MAX - 1;
 
 /// What a producer's `cancel` tells it.
 pub(crate) struct Finished {
@@ -63,7 +63,7 @@ struct VTable {
 }
 
 /// The shared part of one timer: what the driver, the queue and the owner
-/// all use. It heads an allocation of an [`Inner`], whose action follows it.
+/// all use. It heads an allocation of an [`Timer`], whose action follows it.
 ///
 /// 24 bytes, so a callback entry with a two-word closure is a 40-byte
 /// allocation (a 48-byte malloc chunk). `std::sync::Arc<Entry<dyn Action>>`
@@ -74,22 +74,22 @@ pub(crate) struct Entry {
     /// References: the owner's, a queued message's, the wheel's. Never more
     /// than a few, so 32 bits are plenty.
     refs: AtomicU32,
-    /// Driver-only: `SLOT_NEW`, `SLOT_OUT` or the timer's wheel index.
+    /// Driver-only: `INDEX_NEW`, `INDEX_OUT` or the timer's wheel index.
     /// Producers never read it; it is atomic only so that the entry is
     /// `Sync` without `unsafe`.
-    slot: AtomicU32,
+    wheel_index: AtomicU32,
     vtable: &'static VTable,
 }
 
 /// An entry and its action in one allocation. `repr(C)` puts the header
-/// first, so a pointer to an `Inner<A>` is a pointer to its `Entry`.
+/// first, so a pointer to an `Timer<A>` is a pointer to its `Entry`.
 #[repr(C)]
-struct Inner<A> {
+struct Timer<A> {
     entry: Entry,
     action: A,
 }
 
-impl<A: Action> Inner<A> {
+impl<A: Action> Timer<A> {
     const VTABLE: &'static VTable = &VTable {
         fire: Self::fire,
         cancel: Self::cancel,
@@ -98,9 +98,9 @@ impl<A: Action> Inner<A> {
     };
 
     /// # Safety
-    /// `entry` heads a live `Inner<A>`, and [`Action::fire`]'s contract holds.
+    /// `entry` heads a live `Timer<A>`, and [`Action::fire`]'s contract holds.
     unsafe fn fire(entry: NonNull<Entry>, firing: &mut Firing<'_>) -> bool {
-        // SAFETY: the caller promises an `Inner<A>` behind the pointer, and
+        // SAFETY: the caller promises an `Timer<A>` behind the pointer, and
         // the header is its first field (`repr(C)`); fire's contract is passed on.
         unsafe { entry.cast::<Self>().as_ref().action.fire(firing) }
     }
@@ -120,16 +120,16 @@ impl<A: Action> Inner<A> {
     }
 
     /// # Safety
-    /// `entry` heads an `Inner<A>` made by [`EntryRef::new`] whose last
+    /// `entry` heads an `Timer<A>` made by [`EntryRef::new`] whose last
     /// reference is being dropped: no other thread can reach it.
     unsafe fn free(entry: NonNull<Entry>) {
-        let inner = entry.cast::<Self>();
-        // SAFETY: it was made by `EntryRef::new` as an `Inner<A>` in a block
+        let timer = entry.cast::<Self>();
+        // SAFETY: it was made by `EntryRef::new` as an `Timer<A>` in a block
         // from `entry_cache::take` with this type's layout, and is
         // unreachable now: ours to drop, then to give back.
         unsafe {
-            core::ptr::drop_in_place(inner.as_ptr());
-            entry_cache::give(inner.cast(), Layout::new::<Self>());
+            core::ptr::drop_in_place(timer.as_ptr());
+            entry_cache::give(timer.cast(), Layout::new::<Self>());
         }
     }
 }
@@ -158,20 +158,20 @@ impl<A: Action> EntryRef<A> {
     /// owner's, and the message its creator pushes next. Counted at once
     /// rather than cloned: one locked instruction fewer per timer.
     pub(crate) fn new(tick: u64, action: A) -> (Self, EntryRef) {
-        let inner = Inner {
+        let timer = Timer {
             entry: Entry {
                 word: AtomicU64::new(queued_pending(tick)),
                 refs: AtomicU32::new(2),
-                slot: AtomicU32::new(SLOT_NEW),
-                vtable: Inner::<A>::VTABLE,
+                wheel_index: AtomicU32::new(INDEX_NEW),
+                vtable: Timer::<A>::VTABLE,
             },
             action,
         };
-        let block = entry_cache::take(Layout::new::<Inner<A>>()).cast::<Inner<A>>();
+        let block = entry_cache::take(Layout::new::<Timer<A>>()).cast::<Timer<A>>();
         // SAFETY: the block is fresh or recycled memory for exactly an
-        // `Inner<A>` (its layout), unused by anything else: writing moves
+        // `Timer<A>` (its layout), unused by anything else: writing moves
         // the entry in without dropping whatever bytes were there.
-        unsafe { block.as_ptr().write(inner) };
+        unsafe { block.as_ptr().write(timer) };
         let ptr = block.cast();
         let owner = Self {
             ptr,
@@ -187,8 +187,8 @@ impl<A: Action> EntryRef<A> {
     /// The action, for its owner.
     pub(crate) fn action(&self) -> &A {
         // SAFETY: an `EntryRef<A>` with `A: Action` is only made by `new`,
-        // which allocated an `Inner<A>`; the reference keeps it alive.
-        unsafe { &self.ptr.cast::<Inner<A>>().as_ref().action }
+        // which allocated an `Timer<A>`; the reference keeps it alive.
+        unsafe { &self.ptr.cast::<Timer<A>>().as_ref().action }
     }
 
     /// Another reference to the same entry, with its type erased.
@@ -242,7 +242,7 @@ impl<A> EntryRef<A> {
 }
 
 impl EntryRef {
-    /// The reference as a raw pointer, for an atomic slot; the count is not
+    /// The reference as a raw pointer, for an atomic pointer; the count is not
     /// touched, so the pointer owns this reference until [`from_raw`](Self::from_raw).
     pub(crate) fn into_raw(self) -> *mut Entry {
         let ptr = self.ptr.as_ptr();
@@ -408,14 +408,14 @@ impl Entry {
 
     /// Driver-only: where the timer is in the wheel.
     #[inline]
-    pub(crate) fn slot(&self) -> u32 {
-        self.slot.load(Ordering::Relaxed)
+    pub(crate) fn wheel_index(&self) -> u32 {
+        self.wheel_index.load(Ordering::Relaxed)
     }
 
     /// Driver-only.
     #[inline]
-    pub(crate) fn set_slot(&self, slot: u32) {
-        self.slot.store(slot, Ordering::Relaxed);
+    pub(crate) fn set_wheel_index(&self, index: u32) {
+        self.wheel_index.store(index, Ordering::Relaxed);
     }
 }
 
@@ -491,7 +491,7 @@ mod tests {
         assert_eq!(size_of::<Entry>(), 24);
         assert_eq!(size_of::<EntryRef>(), size_of::<usize>());
         fn inner_size<F>(_: &F) -> usize {
-            size_of::<Inner<Callback<F>>>()
+            size_of::<Timer<Callback<F>>>()
         }
         assert_eq!(inner_size(&closure), 40);
     }

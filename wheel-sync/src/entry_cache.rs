@@ -1,7 +1,7 @@
 //! Recycled entry allocations: each thread keeps the blocks of the timer
 //! entries freed on it, by size, and hands them to the next entries it
 //! makes, so that a thread scheduling and cancelling in a loop (a request
-//! timeout, taken back from its parking slot) allocates nothing once warm.
+//! timeout, taken back from its parking spot) allocates nothing once warm.
 //!
 //! # Ground rules
 //!

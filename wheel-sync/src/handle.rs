@@ -39,7 +39,7 @@ impl TimerHandle {
     /// ```
     pub fn cancel(&self) -> bool {
         let entry = &self.entry;
-        self.service.shared().cancel(entry, || entry.clone())
+        self.service.state().cancel(entry, || entry.clone())
     }
 
     /// Whether the timer was cancelled, or abandoned by a shutdown: either

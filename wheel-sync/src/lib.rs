@@ -31,9 +31,9 @@
 //! - **Parking**: a callback scheduled at least 50 ms out by
 //!   [`TimerService::schedule`] (or a [`Sleep`] made by
 //!   [`TimerService::sleep`] or [`TimerService::timeout`] that far out)
-//!   waits in a slot of its thread's, next to the
+//!   waits in a parking spot of its thread's, next to the
 //!   queue, until the thread schedules another or the driver sweeps the
-//!   slots (every 10 ms while it is awake, and before any longer sleep). A
+//!   spots (every 10 ms while it is awake, and before any longer sleep). A
 //!   cancel from the same thread in between (a request answered in time)
 //!   takes it back: the driver never sees it, and no cache line crosses
 //!   cores. Everything else about the timer is as if it had been queued.

@@ -1,26 +1,26 @@
-//! Parking: a thread's newest far-off callback waits in a slot next to the
+//! Parking: a thread's newest far-off callback waits in a spot next to the
 //! submission queue instead of in it, so that a cancel from the same thread
 //! (a request answered in time) takes it back before the driver ever sees it.
 //!
 //! # Ground rules
 //!
-//! - Every service has [`SLOTS`] slots; a thread uses slot `n % SLOTS`,
-//!   where `n` is a number it draws once. Threads may share a slot.
-//! - A slot holds at most one message: an `EntryRef` given up by
-//!   `into_raw`. Whoever swaps or compare-exchanges a pointer out of the slot
+//! - Every service has [`SPOTS`] spots; a thread uses spot `n % SPOTS`,
+//!   where `n` is a number it draws once. Threads may share a spot.
+//! - A spot holds at most one message: an `EntryRef` given up by
+//!   `into_raw`. Whoever swaps or compare-exchanges a pointer out of the spot
 //!   owns that reference. Parking swaps the new message in; a message it
 //!   displaces is pushed to the queue by the parking thread, as a submission.
 //! - Only a timer due at least [`PARK_MIN`] after it is scheduled is parked,
 //!   and the driver takes every parked message at least every
 //!   [`SWEEP_EVERY`] while awake, and before any sleep longer than that.
 //!   A producer that parks a timer makes the same fence-and-compare as a
-//!   submission, so a driver that checked the slots just before the park
+//!   submission, so a driver that checked the spots just before the park
 //!   and planned to sleep past the timer's deadline is woken. So a parked
 //!   timer reaches the wheel in time, as a queued one does.
 //! - A parked message is marked `QUEUED` like a queued one: cancelling a
 //!   parked timer pushes nothing. The thread that parked it retracts it with
-//!   a compare-exchange on its own slot; the driver then never sees it, and
-//!   the slot's `retracted` count stands in for the driver's `scheduled`
+//!   a compare-exchange on its own spot; the driver then never sees it, and
+//!   the spot's `retracted` count stands in for the driver's `scheduled`
 //!   and `cancelled` counts.
 
 use core::ptr;
@@ -32,27 +32,27 @@ use std::time::Duration;
 use crate::entry::{Entry, EntryRef};
 use crate::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 
-/// Slots per service; under loom, two (all model threads share one OS
-/// thread, and so one slot: the shared case).
-pub(crate) const SLOTS: usize = if cfg!(loom) { 2 } else { 64 };
+/// Spots per service; under loom, two (all model threads share one OS
+/// thread, and so one spot: the shared case).
+pub(crate) const SPOTS: usize = if cfg!(loom) { 2 } else { 64 };
 /// Timers due sooner than this after scheduling are queued, never parked.
 pub(crate) const PARK_MIN: Duration = Duration::from_millis(50);
 /// The longest an awake driver goes without taking the parked messages.
 pub(crate) const SWEEP_EVERY: Duration = Duration::from_millis(10);
 
-/// The parking slots of one service.
-pub(crate) struct Slots {
-    slots: Box<[CachePadded<Slot>]>,
+/// The parking spots of one service.
+pub(crate) struct Spots {
+    spots: Box<[CachePadded<Spot>]>,
 }
 
 #[derive(Default)]
-struct Slot {
+struct Spot {
     message: AtomicPtr<Entry>,
-    /// Timers taken back from this slot: scheduled and cancelled without
+    /// Timers taken back from this spot: scheduled and cancelled without
     /// the driver seeing them.
     retracted: AtomicU64,
     /// Timers counted in minus timers counted out by the threads using
-    /// this slot (wrapping: a timer may be counted out on another thread).
+    /// this spot (wrapping: a timer may be counted out on another thread).
     live: AtomicU64,
 }
 
@@ -65,7 +65,7 @@ std::thread_local! {
     static THREAD: Cell<usize> = const { Cell::new(0) };
 }
 
-/// This thread's slot index.
+/// This thread's spot index.
 #[inline]
 fn my_index() -> usize {
     THREAD
@@ -73,41 +73,41 @@ fn my_index() -> usize {
             if n.get() == 0 {
                 n.set(NEXT_THREAD.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1);
             }
-            (n.get() - 1) % SLOTS
+            (n.get() - 1) % SPOTS
         })
-        // During thread teardown: any slot will do.
+        // During thread teardown: any spot will do.
         .unwrap_or(0)
 }
 
-impl Slots {
+impl Spots {
     pub(crate) fn new() -> Self {
         Self {
-            slots: (0..SLOTS)
-                .map(|_| CachePadded::new(Slot::default()))
+            spots: (0..SPOTS)
+                .map(|_| CachePadded::new(Spot::default()))
                 .collect(),
         }
     }
 
-    /// Parks `message` in this thread's slot; returns the message it
+    /// Parks `message` in this thread's spot; returns the message it
     /// displaced, which the caller must push.
     #[inline]
     pub(crate) fn park(&self, message: EntryRef) -> Option<EntryRef> {
-        let old = self.slots[my_index()]
+        let old = self.spots[my_index()]
             .message
             .swap(message.into_raw(), Ordering::AcqRel);
-        // SAFETY: a non-null pointer in a slot is a reference given up by
+        // SAFETY: a non-null pointer in a spot is a reference given up by
         // `into_raw`, and the swap made this thread its only taker.
         (!old.is_null()).then(|| unsafe { EntryRef::from_raw(old) })
     }
 
     /// Takes a cancelled `entry`'s message back if it is still parked in
-    /// this thread's slot: the driver will never see it, and the slot counts
+    /// this thread's spot: the driver will never see it, and the spot counts
     /// it. Returns whether it did.
     #[inline]
     pub(crate) fn retract(&self, entry: *mut Entry) -> bool {
         let taken = self.take_back(entry);
         if taken {
-            self.slots[my_index()]
+            self.spots[my_index()]
                 .retracted
                 .fetch_add(1, Ordering::Relaxed);
         }
@@ -115,15 +115,15 @@ impl Slots {
     }
 
     /// Takes `entry`'s message back if it is still parked in this thread's
-    /// slot, without counting it. Returns whether it did.
+    /// spot, without counting it. Returns whether it did.
     #[inline]
     pub(crate) fn take_back(&self, entry: *mut Entry) -> bool {
-        let slot = &self.slots[my_index()];
+        let spot = &self.spots[my_index()];
         // A plain load first: most cancels find another message or none.
-        if slot.message.load(Ordering::Relaxed) != entry {
+        if spot.message.load(Ordering::Relaxed) != entry {
             return false;
         }
-        if slot
+        if spot
             .message
             .compare_exchange(entry, ptr::null_mut(), Ordering::AcqRel, Ordering::Relaxed)
             .is_err()
@@ -131,19 +131,19 @@ impl Slots {
             return false;
         }
         // SAFETY: as in `park`: the exchange made this thread the taker of
-        // the reference the slot held.
+        // the reference the spot held.
         drop(unsafe { EntryRef::from_raw(entry) });
         true
     }
 
-    /// Driver: takes every parked message, in slot order; returns how many.
+    /// Driver: takes every parked message, in spot order; returns how many.
     pub(crate) fn sweep(&self, mut take: impl FnMut(EntryRef)) -> usize {
         let mut taken = 0;
-        for slot in self.slots.iter() {
-            if slot.message.load(Ordering::Relaxed).is_null() {
+        for spot in self.spots.iter() {
+            if spot.message.load(Ordering::Relaxed).is_null() {
                 continue;
             }
-            let ptr = slot.message.swap(ptr::null_mut(), Ordering::AcqRel);
+            let ptr = spot.message.swap(ptr::null_mut(), Ordering::AcqRel);
             if !ptr.is_null() {
                 // SAFETY: as in `park`.
                 take(unsafe { EntryRef::from_raw(ptr) });
@@ -155,39 +155,39 @@ impl Slots {
 
     /// Whether any message is parked (a snapshot).
     pub(crate) fn any(&self) -> bool {
-        self.slots
+        self.spots
             .iter()
-            .any(|slot| !slot.message.load(Ordering::Relaxed).is_null())
+            .any(|spot| !spot.message.load(Ordering::Relaxed).is_null())
     }
 
-    /// Counts `delta` live timers in (or out) on this thread's slot.
+    /// Counts `delta` live timers in (or out) on this thread's spot.
     #[inline]
     pub(crate) fn count(&self, delta: i64) {
-        self.slots[my_index()]
+        self.spots[my_index()]
             .live
             .fetch_add(delta as u64, Ordering::AcqRel);
     }
 
-    /// Live timers: the sum of every slot's count. Exact when no count is
-    /// moving; while some are, a sum taken slot by slot may miss a timer
-    /// counted in on one slot and out on another, and it never goes below 0.
+    /// Live timers: the sum of every spot's count. Exact when no count is
+    /// moving; while some are, a sum taken spot by spot may miss a timer
+    /// counted in on one spot and out on another, and it never goes below 0.
     pub(crate) fn live(&self) -> usize {
-        let sum = (self.slots.iter()).fold(0u64, |sum, slot| {
-            sum.wrapping_add(slot.live.load(Ordering::Acquire))
+        let sum = (self.spots.iter()).fold(0u64, |sum, spot| {
+            sum.wrapping_add(spot.live.load(Ordering::Acquire))
         });
         usize::try_from(sum as i64).unwrap_or(0)
     }
 
     /// Timers taken back by the threads that parked them, all told.
     pub(crate) fn retracted(&self) -> u64 {
-        self.slots
+        self.spots
             .iter()
-            .map(|slot| slot.retracted.load(Ordering::Relaxed))
+            .map(|spot| spot.retracted.load(Ordering::Relaxed))
             .sum()
     }
 }
 
-impl Drop for Slots {
+impl Drop for Spots {
     fn drop(&mut self) {
         // The driver's last sweep took what was parked before shutdown; a
         // producer that parked during it took its own back. Anything else
@@ -208,47 +208,47 @@ mod tests {
 
     #[test]
     fn park_displace_retract_and_sweep_hand_each_reference_over_once() {
-        let slots = Slots::new();
+        let spots = Spots::new();
         let (a, a_msg) = message(1);
         let (b, b_msg) = message(2);
-        assert!(slots.park(a_msg).is_none());
-        assert!(slots.any());
-        let displaced = slots.park(b_msg).expect("a is displaced");
+        assert!(spots.park(a_msg).is_none());
+        assert!(spots.any());
+        let displaced = spots.park(b_msg).expect("a is displaced");
         assert_eq!(displaced.as_ptr(), a.as_ptr());
-        assert!(!slots.retract(a.as_ptr()), "a is no longer parked");
-        assert!(slots.retract(b.as_ptr()));
-        assert!(!slots.retract(b.as_ptr()), "taken back once");
-        assert!(!slots.any());
-        assert_eq!(slots.retracted(), 1);
-        assert!(slots.park(displaced).is_none());
+        assert!(!spots.retract(a.as_ptr()), "a is no longer parked");
+        assert!(spots.retract(b.as_ptr()));
+        assert!(!spots.retract(b.as_ptr()), "taken back once");
+        assert!(!spots.any());
+        assert_eq!(spots.retracted(), 1);
+        assert!(spots.park(displaced).is_none());
         let mut swept = Vec::new();
-        assert_eq!(slots.sweep(|m| swept.push(m)), 1);
+        assert_eq!(spots.sweep(|m| swept.push(m)), 1);
         assert_eq!(swept[0].as_ptr(), a.as_ptr());
-        assert_eq!(slots.sweep(drop), 0);
+        assert_eq!(spots.sweep(drop), 0);
     }
 
     #[test]
-    fn dropping_the_slots_releases_what_is_parked() {
-        let slots = Slots::new();
+    fn dropping_the_spots_releases_what_is_parked() {
+        let spots = Spots::new();
         let (a, a_msg) = message(1);
-        assert!(slots.park(a_msg).is_none());
-        drop(slots);
+        assert!(spots.park(a_msg).is_none());
+        drop(spots);
         // `a` is now the last reference: dropping it frees the entry (miri
         // reports a leak or a double free otherwise).
         drop(a);
     }
 
     #[test]
-    fn counts_sum_across_slots_and_threads() {
-        let slots = Slots::new();
-        slots.count(1);
-        slots.count(1);
-        assert_eq!(slots.live(), 2);
+    fn counts_sum_across_spots_and_threads() {
+        let spots = Spots::new();
+        spots.count(1);
+        spots.count(1);
+        assert_eq!(spots.live(), 2);
         std::thread::scope(|s| {
-            s.spawn(|| slots.count(-1));
+            s.spawn(|| spots.count(-1));
         });
-        assert_eq!(slots.live(), 1, "a timer counted out on another thread");
-        slots.count(-1);
-        assert_eq!(slots.live(), 0);
+        assert_eq!(spots.live(), 1, "a timer counted out on another thread");
+        spots.count(-1);
+        assert_eq!(spots.live(), 0);
     }
 }

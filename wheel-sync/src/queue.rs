@@ -5,21 +5,21 @@
 //!
 //! # Ground rules
 //!
-//! * The queue is a singly linked list of blocks of `BLOCK_CAP` slots. A push claims the
-//!   next global sequence number `seq` with a CAS on `tail`; its item lives in slot
+//! * The queue is a singly linked list of blocks of `BLOCK_CAP` places. A push claims the
+//!   next global sequence number `seq` with a CAS on `tail`; its item lives in place
 //!   `seq % BLOCK_CAP` of block `seq / BLOCK_CAP`.
-//! * `tail` stores `seq << 1 | INSTALLING`. The producer that claims the last slot of a
+//! * `tail` stores `seq << 1 | INSTALLING`. The producer that claims the last place of a
 //!   block also sets `INSTALLING`; until it has linked a fresh block (`next`, then
 //!   `tail.block`, then a Release store of `tail` without the bit) no one can claim. A
 //!   producer reads `tail.block` after a bit-free `tail`; if its CAS from that `tail`
-//!   succeeds, no install ran in between, so the block it read holds its slot.
-//! * A producer writes its value, then sets the slot's `ready` with Release. That store is
+//!   succeeds, no install ran in between, so the block it read holds its place.
+//! * A producer writes its value, then sets the place's `ready` with Release. That store is
 //!   its last touch of the block.
-//! * Only the consumer reads slots and frees blocks. It frees a block once it has read the
-//!   block's last slot; that slot's producer linked `next` before setting `ready`, and every
-//!   other slot of the block was read before, so no producer still touches it.
-//! * The consumer never waits. A claimed slot whose `ready` is not yet visible makes
-//!   [`Consumer::pop`] return `None` and the consumer stays on that slot, so items come out
+//! * Only the consumer reads places and frees blocks. It frees a block once it has read the
+//!   block's last place; that place's producer linked `next` before setting `ready`, and every
+//!   other place of the block was read before, so no producer still touches it.
+//! * The consumer never waits. A claimed place whose `ready` is not yet visible makes
+//!   [`Consumer::pop`] return `None` and the consumer stays on that place, so items come out
 //!   in sequence order, none skipped.
 //! * The last handle to go drops the items in `[head, tail)` and frees the chain. No push or
 //!   pop can be running then, since each borrows a handle.
@@ -34,18 +34,18 @@ use crossbeam_utils::CachePadded;
 use crate::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 use crate::sync::{Arc, Backoff, UnsafeCell};
 
-/// Slots per block: one allocation serves this many pushes (a block of 32
+/// Places per block: one allocation serves this many pushes (a block of 32
 /// showed up at 5 % of a producer's profile in the request-timeout bench).
 #[cfg(not(any(loom, miri)))]
 const BLOCK_CAP: usize = 256;
-/// Slots per block under miri: small, so its tests cross blocks quickly.
+/// Places per block under miri: small, so its tests cross blocks quickly.
 #[cfg(miri)]
 const BLOCK_CAP: usize = 32;
-/// Slots per block: two under loom, so a model crosses a block boundary in three pushes.
+/// Places per block: two under loom, so a model crosses a block boundary in three pushes.
 #[cfg(loom)]
 const BLOCK_CAP: usize = 2;
 
-/// Low bit of `tail`: the last slot of the tail block is claimed and the next block is not
+/// Low bit of `tail`: the last place of the tail block is claimed and the next block is not
 /// yet published.
 const INSTALLING: u64 = 1;
 /// `tail` keeps the next sequence number above the [`INSTALLING`] bit.
@@ -80,21 +80,21 @@ pub(crate) mod stall {
 }
 
 /// Index of sequence number `seq` within its block.
-fn slot_index(seq: u64) -> usize {
+fn place_index(seq: u64) -> usize {
     // The remainder is below BLOCK_CAP, so it fits in usize.
     (seq % BLOCK_CAP as u64) as usize
 }
 
-struct Slot<T> {
+struct Place<T> {
     value: UnsafeCell<MaybeUninit<T>>,
     /// Set, with Release, once `value` is written.
     ready: AtomicBool,
 }
 
 struct Block<T> {
-    /// The following block; set before the last slot's `ready`.
+    /// The following block; set before the last place's `ready`.
     next: AtomicPtr<Block<T>>,
-    slots: [Slot<T>; BLOCK_CAP],
+    places: [Place<T>; BLOCK_CAP],
 }
 
 impl<T> Block<T> {
@@ -109,9 +109,9 @@ impl<T> Block<T> {
         unsafe {
             ptr::addr_of_mut!((*p).next).write(AtomicPtr::new(ptr::null_mut()));
             for i in 0..BLOCK_CAP {
-                let slot = ptr::addr_of_mut!((*p).slots[i]);
-                ptr::addr_of_mut!((*slot).value).write(UnsafeCell::new(MaybeUninit::uninit()));
-                ptr::addr_of_mut!((*slot).ready).write(AtomicBool::new(false));
+                let place = ptr::addr_of_mut!((*p).places[i]);
+                ptr::addr_of_mut!((*place).value).write(UnsafeCell::new(MaybeUninit::uninit()));
+                ptr::addr_of_mut!((*place).ready).write(AtomicBool::new(false));
             }
             block.assume_init()
         }
@@ -140,7 +140,9 @@ struct Head<T> {
     published: AtomicU64,
 }
 
-struct Shared<T> {
+/// The queue itself, held by its producers and its consumer: the two ends of
+/// the chain of blocks.
+struct Channel<T> {
     tail: CachePadded<Tail<T>>,
     head: CachePadded<Head<T>>,
     /// The queue owns the `T`s in its blocks, which drop check cannot see through raw pointers.
@@ -148,18 +150,18 @@ struct Shared<T> {
 }
 
 // SAFETY: items only move through the queue (in by a producer, out by the consumer or the
-// final drop) and are never shared by reference, so `T: Send` is all that moving `Shared`
+// final drop) and are never shared by reference, so `T: Send` is all that moving `Channel`
 // to another thread needs.
-unsafe impl<T: Send> Send for Shared<T> {}
-// SAFETY: through `&Shared` producers write only slots they claimed by CAS, the consumer's
+unsafe impl<T: Send> Send for Channel<T> {}
+// SAFETY: through `&Channel` producers write only places they claimed by CAS, the consumer's
 // cursor is reached only through `&mut Consumer`, and the rest is atomics; no `&T` is ever
 // handed out, so sharing needs only `T: Send`.
-unsafe impl<T: Send> Sync for Shared<T> {}
+unsafe impl<T: Send> Sync for Channel<T> {}
 
-impl<T> Shared<T> {
+impl<T> Channel<T> {
     fn new() -> Self {
         let first = Box::into_raw(Block::new());
-        Shared {
+        Channel {
             tail: CachePadded::new(Tail {
                 seq: AtomicU64::new(0),
                 block: AtomicPtr::new(first),
@@ -175,7 +177,7 @@ impl<T> Shared<T> {
         }
     }
 
-    /// Claimed slots not yet popped; the two loads are not one snapshot.
+    /// Claimed places not yet popped; the two loads are not one snapshot.
     fn len(&self) -> usize {
         let head = self.head.published.load(Ordering::Acquire);
         let tail = self.tail.seq.load(Ordering::Acquire) >> SEQ_SHIFT;
@@ -185,7 +187,7 @@ impl<T> Shared<T> {
     #[inline]
     fn push(&self, value: T) -> u64 {
         let backoff = Backoff::new();
-        // Allocated before claiming the last slot, so the install window stays short.
+        // Allocated before claiming the last place, so the install window stays short.
         let mut spare: Option<Box<Block<T>>> = None;
         let mut tail = self.tail.seq.load(Ordering::Acquire);
         loop {
@@ -195,7 +197,7 @@ impl<T> Shared<T> {
                 continue;
             }
             let seq = tail >> SEQ_SHIFT;
-            let index = slot_index(seq);
+            let index = place_index(seq);
             let is_last = index + 1 == BLOCK_CAP;
             if is_last && spare.is_none() {
                 spare = Some(Block::new());
@@ -224,13 +226,13 @@ impl<T> Shared<T> {
                     }
                     #[cfg(all(test, not(loom)))]
                     stall::point();
-                    let slot = &block.slots[index];
-                    slot.value.with_mut(|cell| {
-                        // SAFETY: the CAS gave this push slot `seq` alone, and the consumer
+                    let place = &block.places[index];
+                    place.value.with_mut(|cell| {
+                        // SAFETY: the CAS gave this push place `seq` alone, and the consumer
                         // reads it only after the `ready` store below.
                         unsafe { cell.write(MaybeUninit::new(value)) };
                     });
-                    slot.ready.store(true, Ordering::Release);
+                    place.ready.store(true, Ordering::Release);
                     return seq;
                 }
                 Err(current) => {
@@ -249,27 +251,27 @@ impl<T> Shared<T> {
         self.head.cursor.with_mut(|cursor| {
             // SAFETY: the caller guarantees no other access to the cursor.
             let cursor = unsafe { &mut *cursor };
-            let index = slot_index(cursor.seq);
+            let index = place_index(cursor.seq);
             // SAFETY: the cursor's block holds `cursor.seq` and is freed only below, when the
             // cursor leaves it.
             let block = unsafe { &*cursor.block };
-            let slot = &block.slots[index];
-            if !slot.ready.load(Ordering::Acquire) {
+            let place = &block.places[index];
+            if !place.ready.load(Ordering::Acquire) {
                 return None;
             }
-            let value = slot.value.with(|cell| {
+            let value = place.value.with(|cell| {
                 // SAFETY: `ready` (Acquire) makes the producer's write visible, and the cursor
-                // moves past this slot, so the value is read out exactly once.
+                // moves past this place, so the value is read out exactly once.
                 unsafe { cell.read().assume_init() }
             });
             if index + 1 == BLOCK_CAP {
                 let next = block.next.load(Ordering::Acquire);
                 debug_assert!(
                     !next.is_null(),
-                    "block ending at seq {} was not linked before its last slot was ready",
+                    "block ending at seq {} was not linked before its last place was ready",
                     cursor.seq
                 );
-                // SAFETY: every slot of this block has been read, so all its producers have
+                // SAFETY: every place of this block has been read, so all its producers have
                 // made their last touch (the `ready` store) and no one will reach it again.
                 drop(unsafe { Box::from_raw(cursor.block) });
                 cursor.block = next;
@@ -281,7 +283,7 @@ impl<T> Shared<T> {
     }
 }
 
-impl<T> Drop for Shared<T> {
+impl<T> Drop for Channel<T> {
     fn drop(&mut self) {
         let end = self.tail.seq.load(Ordering::Acquire) >> SEQ_SHIFT;
         let (head, mut block) = self.head.cursor.with_mut(|cursor| {
@@ -293,16 +295,16 @@ impl<T> Drop for Shared<T> {
         while !block.is_null() {
             // SAFETY: blocks from the cursor's on are live until freed just below.
             let current = unsafe { Box::from_raw(block) };
-            for (seq, slot) in (block_start..).zip(current.slots.iter()) {
+            for (seq, place) in (block_start..).zip(current.places.iter()) {
                 if seq < head || seq >= end {
                     continue;
                 }
-                let ready = slot.ready.load(Ordering::Acquire);
+                let ready = place.ready.load(Ordering::Acquire);
                 // Each push borrows a handle, so none can be half done now.
-                debug_assert!(ready, "slot {seq} claimed but never written");
+                debug_assert!(ready, "place {seq} claimed but never written");
                 if ready {
-                    slot.value.with_mut(|cell| {
-                        // SAFETY: the slot is written (`ready`) and not yet popped
+                    place.value.with_mut(|cell| {
+                        // SAFETY: the place is written (`ready`) and not yet popped
                         // (`seq >= head`); the block is freed right after, so no second drop.
                         unsafe { (*cell).assume_init_drop() };
                     });
@@ -336,12 +338,12 @@ impl<T> Drop for Shared<T> {
 /// assert_eq!(consumer.pop(), None);
 /// ```
 pub fn channel<T: Send>() -> (Producer<T>, Consumer<T>) {
-    let shared = Arc::new(Shared::new());
+    let channel = Arc::new(Channel::new());
     (
         Producer {
-            shared: Arc::clone(&shared),
+            channel: Arc::clone(&channel),
         },
-        Consumer { shared },
+        Consumer { channel },
     )
 }
 
@@ -350,7 +352,7 @@ pub fn channel<T: Send>() -> (Producer<T>, Consumer<T>) {
 /// Pushing never blocks and never fails. If the [`Consumer`] is gone, items wait in the
 /// queue and are dropped with the last `Producer`.
 pub struct Producer<T> {
-    shared: Arc<Shared<T>>,
+    channel: Arc<Channel<T>>,
 }
 
 impl<T: Send> Producer<T> {
@@ -370,13 +372,13 @@ impl<T: Send> Producer<T> {
     /// ```
     #[inline]
     pub fn push(&self, value: T) -> u64 {
-        self.shared.push(value)
+        self.channel.push(value)
     }
 
     /// Approximate number of items in the queue.
     ///
     /// Pushes and pops may run meanwhile, and a push counts from the moment it claims its
-    /// slot, slightly before the consumer can see it.
+    /// place, slightly before the consumer can see it.
     ///
     /// # Examples
     ///
@@ -389,7 +391,7 @@ impl<T: Send> Producer<T> {
     /// assert_eq!(producer.len(), 1);
     /// ```
     pub fn len(&self) -> usize {
-        self.shared.len()
+        self.channel.len()
     }
 
     /// Whether [`len`](Self::len) is zero; approximate in the same way.
@@ -410,7 +412,7 @@ impl<T: Send> Producer<T> {
 impl<T> Clone for Producer<T> {
     fn clone(&self) -> Self {
         Producer {
-            shared: Arc::clone(&self.shared),
+            channel: Arc::clone(&self.channel),
         }
     }
 }
@@ -418,7 +420,7 @@ impl<T> Clone for Producer<T> {
 impl<T> fmt::Debug for Producer<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Producer")
-            .field("len", &self.shared.len())
+            .field("len", &self.channel.len())
             .finish_non_exhaustive()
     }
 }
@@ -433,7 +435,7 @@ const _: fn() = || {
 
 /// The receiving end of a [`channel`]; there is exactly one.
 pub struct Consumer<T> {
-    shared: Arc<Shared<T>>,
+    channel: Arc<Channel<T>>,
 }
 
 impl<T: Send> Consumer<T> {
@@ -455,7 +457,7 @@ impl<T: Send> Consumer<T> {
     pub fn pop(&mut self) -> Option<T> {
         // SAFETY: there is one `Consumer` per queue and `&mut self` makes this call its only
         // user, so the cursor is accessed exclusively.
-        unsafe { self.shared.pop() }
+        unsafe { self.channel.pop() }
     }
 
     /// Approximate number of items in the queue, counting pushes still being written.
@@ -470,7 +472,7 @@ impl<T: Send> Consumer<T> {
     /// assert_eq!(consumer.len(), 0);
     /// ```
     pub fn len(&self) -> usize {
-        self.shared.len()
+        self.channel.len()
     }
 
     /// Whether [`len`](Self::len) is zero.
@@ -491,7 +493,7 @@ impl<T: Send> Consumer<T> {
 impl<T> fmt::Debug for Consumer<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Consumer")
-            .field("len", &self.shared.len())
+            .field("len", &self.channel.len())
             .finish_non_exhaustive()
     }
 }

@@ -107,7 +107,7 @@ impl TimerService {
         }
     }
 
-    pub(crate) fn shared(&self) -> &ServiceState {
+    pub(crate) fn state(&self) -> &ServiceState {
         &self.holder.service
     }
 
@@ -138,7 +138,7 @@ impl TimerService {
         delay: Duration,
         f: impl FnOnce() + Send + 'static,
     ) -> Result<TimerHandle, ScheduleError> {
-        let tick = self.shared().clock.tick_after(delay);
+        let tick = self.state().clock.tick_after(delay);
         self.schedule_tick(tick, delay >= parked::PARK_MIN, f)
     }
 
@@ -160,7 +160,7 @@ impl TimerService {
         deadline: Instant,
         f: impl FnOnce() + Send + 'static,
     ) -> Result<TimerHandle, ScheduleError> {
-        let tick = self.shared().clock.tick_for(deadline);
+        let tick = self.state().clock.tick_for(deadline);
         self.schedule_tick(tick, false, f)
     }
 
@@ -200,7 +200,7 @@ impl TimerService {
         delay: Duration,
         f: impl FnOnce() + Send + 'static,
     ) -> Result<(), ScheduleError> {
-        let tick = self.shared().clock.tick_after(delay);
+        let tick = self.state().clock.tick_after(delay);
         self.detach_tick(tick, f)
     }
 
@@ -227,7 +227,7 @@ impl TimerService {
         deadline: Instant,
         f: impl FnOnce() + Send + 'static,
     ) -> Result<(), ScheduleError> {
-        let tick = self.shared().clock.tick_for(deadline);
+        let tick = self.state().clock.tick_for(deadline);
         self.detach_tick(tick, f)
     }
 
@@ -236,9 +236,9 @@ impl TimerService {
         tick: u64,
         f: impl FnOnce() + Send + 'static,
     ) -> Result<(), ScheduleError> {
-        let shared = self.shared();
-        shared.admit(true)?;
-        shared.submit_job(tick, job::Job::new(f));
+        let state = self.state();
+        state.admit(true)?;
+        state.submit_job(tick, job::Job::new(f));
         Ok(())
     }
 
@@ -250,10 +250,10 @@ impl TimerService {
         far: bool,
         f: impl FnOnce() + Send + 'static,
     ) -> Result<TimerHandle, ScheduleError> {
-        let shared = self.shared();
-        shared.admit(true)?;
+        let state = self.state();
+        state.admit(true)?;
         let (entry, message) = EntryRef::new(tick, Callback::new(f));
-        shared.hand_over(message, tick, far);
+        state.hand_over(message, tick, far);
         Ok(TimerHandle {
             service: self.clone(),
             entry: entry.erase(),
@@ -273,7 +273,7 @@ impl TimerService {
     /// });
     /// ```
     pub fn sleep(&self, delay: Duration) -> Sleep {
-        let (deadline, tick) = self.shared().clock.deadline_after(delay);
+        let (deadline, tick) = self.state().clock.deadline_after(delay);
         Sleep::new(self.clone(), deadline, tick, delay >= parked::PARK_MIN)
     }
 
@@ -290,7 +290,7 @@ impl TimerService {
     /// assert_eq!(timers.pending(), 0);
     /// ```
     pub fn sleep_until(&self, deadline: Instant) -> Sleep {
-        let tick = self.shared().clock.tick_for(deadline);
+        let tick = self.state().clock.tick_for(deadline);
         self.sleep_at_tick(deadline, tick)
     }
 
@@ -396,7 +396,7 @@ impl TimerService {
     /// assert_eq!(timers.now(), start + Duration::from_millis(5));
     /// ```
     pub fn now(&self) -> Instant {
-        self.shared().clock.now()
+        self.state().clock.now()
     }
 
     /// Moves a [manual clock](Builder::manual_clock) forward by `by`, then
@@ -423,7 +423,7 @@ impl TimerService {
     /// assert!(sleep.is_elapsed());
     /// ```
     pub fn advance(&self, by: Duration) -> Result<(), AdvanceError> {
-        self.shared().advance(by)
+        self.state().advance(by)
     }
 
     /// Live timers: scheduled callbacks, sleeps and timeouts that have not
@@ -440,7 +440,7 @@ impl TimerService {
     /// assert_eq!(timers.pending(), 0);
     /// ```
     pub fn pending(&self) -> usize {
-        self.shared().pending()
+        self.state().pending()
     }
 
     /// The counters (see [`Stats`]).
@@ -451,8 +451,8 @@ impl TimerService {
     /// assert_eq!(timers.stats().fired, 0);
     /// ```
     pub fn stats(&self) -> Stats {
-        let shared = self.shared();
-        let driver = shared.stats();
+        let state = self.state();
+        let driver = state.stats();
         let load =
             |c: &crate::sync::atomic::AtomicU64| c.load(crate::sync::atomic::Ordering::Relaxed);
         let fired = load(&driver.fired);
@@ -460,13 +460,13 @@ impl TimerService {
             .checked_div(fired)
             .unwrap_or(0);
         // Timers cancelled while parked never reach the driver's counts.
-        let retracted = shared.retracted();
+        let retracted = state.retracted();
         Stats {
             scheduled: load(&driver.scheduled) + retracted,
             fired,
             cancelled: load(&driver.cancelled) + retracted,
-            panicked: shared.panicked(),
-            pending: shared.pending(),
+            panicked: state.panicked(),
+            pending: state.pending(),
             max_lateness: Duration::from_nanos(load(&driver.lateness_max_ns)),
             mean_lateness: Duration::from_nanos(mean_ns),
             lateness: driver
@@ -498,15 +498,15 @@ impl TimerService {
     /// assert_eq!(timers.schedule(Duration::ZERO, || ()).unwrap_err(), ScheduleError::Shutdown);
     /// ```
     pub fn shutdown(&self) -> Result<ShutdownReport, ShutdownError> {
-        if self.shared().on_driver_thread() {
+        if self.state().on_driver_thread() {
             return Err(ShutdownError::FromCallback);
         }
-        let join = (self.shared().take_join()).ok_or(ShutdownError::AlreadyShutDown)?;
-        self.shared().begin_shutdown();
+        let join = (self.state().take_join()).ok_or(ShutdownError::AlreadyShutDown)?;
+        self.state().begin_shutdown();
         // The driver leaves its count behind before it ends, so nothing it
         // could meet after (a panicking drop of the user's) can lose it.
         let _ = join.join();
-        Ok(self.shared().shutdown_report())
+        Ok(self.state().shutdown_report())
     }
 }
 
@@ -514,8 +514,8 @@ impl fmt::Debug for TimerService {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TimerService")
             .field("pending", &self.pending())
-            .field("max_pending", &self.shared().max_pending())
-            .field("shut_down", &self.shared().is_shutdown())
+            .field("max_pending", &self.state().max_pending())
+            .field("shut_down", &self.state().is_shutdown())
             .finish()
     }
 }

@@ -50,14 +50,14 @@ impl Sleep {
     /// `parked::PARK_MIN` away, so the timer is parked rather than queued
     /// (a request timeout dropped in time then never reaches the driver).
     pub(crate) fn new(service: TimerService, deadline: Instant, tick: u64, far: bool) -> Self {
-        let shared = service.shared();
+        let state = service.state();
         let (entry, message) = EntryRef::new(tick, Wake::default());
         // A refused admission means shutdown: the entry is abandoned, and
         // poll reports it.
-        if shared.admit(false).is_err() {
+        if state.admit(false).is_err() {
             entry.abandon();
         } else {
-            shared.hand_over(message, tick, far);
+            state.hand_over(message, tick, far);
         }
         Self {
             service,
@@ -68,13 +68,13 @@ impl Sleep {
 
     /// Now, by the service's clock.
     pub(crate) fn now(&self) -> Instant {
-        self.service.shared().clock.now()
+        self.service.state().clock.now()
     }
 
     /// Wakes the sleeps whose wakers a round handed over (see "Wakes" in the
     /// crate docs): what polling this sleep does first.
     pub(crate) fn wake_handed(&self) {
-        self.service.shared().relay.wake_handed();
+        self.service.state().relay.wake_handed();
     }
 
     /// When this sleep completes.
@@ -137,13 +137,13 @@ impl Sleep {
     /// assert!(Instant::now() >= soon);
     /// ```
     pub fn reset(&mut self, deadline: Instant) {
-        let tick = self.service.shared().clock.tick_for(deadline);
+        let tick = self.service.state().clock.tick_for(deadline);
         self.reset_tick(deadline, tick);
     }
 
     /// [`reset`](Self::reset) to a deadline that never comes.
     pub(crate) fn reset_never(&mut self) {
-        let clock = &self.service.shared().clock;
+        let clock = &self.service.state().clock;
         let deadline = clock.never_instant();
         self.reset_tick(deadline, NEVER);
     }
@@ -155,14 +155,14 @@ impl Sleep {
     /// and `pending` would wrap below zero meanwhile.
     pub(crate) fn reset_tick(&mut self, deadline: Instant, tick: u64) {
         self.deadline = deadline;
-        let shared = self.service.shared();
+        let state = self.service.state();
         let must_push = loop {
             let from = self.entry.state();
             if matches!(from, ABANDONED | CANCELLED) {
                 return; // abandoned at shutdown: poll reports it
             }
             // A fired sleep is live again. Not refused: futures never are.
-            if from == FIRED && shared.admit(false).is_err() {
+            if from == FIRED && state.admit(false).is_err() {
                 // Shut down: nothing was counted in, so nothing is counted
                 // out. Only this owner moves it out of `FIRED`.
                 let _ = self.entry.rearm_from(FIRED, tick);
@@ -174,25 +174,25 @@ impl Sleep {
                 // Abandoned at shutdown (poll reports it), or cancelled.
                 Err(ABANDONED | CANCELLED) => {
                     if from == FIRED {
-                        shared.release(); // counted in above, never armed
+                        state.release(); // counted in above, never armed
                     }
                     return;
                 }
                 // Fired meanwhile: count it in again, then arm it.
                 Err(_) => {
                     if from == FIRED {
-                        shared.release();
+                        state.release();
                     }
                 }
             }
         };
         if must_push {
-            shared.submit(self.entry.erased(), tick);
+            state.submit(self.entry.erased(), tick);
         } else {
             // Its message is still queued or parked and carries the new tick,
             // but a driver asleep past `tick` must be told to look sooner
-            // (and to sweep the slots, for a parked one).
-            shared.hurry(tick);
+            // (and to sweep the parking spots, for a parked one).
+            state.hurry(tick);
         }
     }
 }
@@ -224,14 +224,14 @@ impl Future for Sleep {
 impl Drop for Sleep {
     fn drop(&mut self) {
         self.wake_handed();
-        let shared = self.service.shared();
+        let state = self.service.state();
         let entry = &self.entry;
-        shared.cancel(entry, || entry.erased());
+        state.cancel(entry, || entry.erased());
         // SAFETY: the field is never used again: this is `Drop`.
         unsafe { ManuallyDrop::drop(&mut self.entry) };
         // If that was the last reference, its waker went with it: a panic
         // of the waker's drop was caught there and is counted here.
-        shared.count_uncounted();
+        state.count_uncounted();
     }
 }
 

@@ -2,7 +2,7 @@
 //! reply comes, cancel it; or a `Sleep` made, polled and dropped; each
 //! through a fresh clone of the service — allocates nothing once warm, on the calling thread or the driver: the
 //! entry's block is recycled by the thread that frees it, and the timer
-//! never leaves its parking slot. Counted by a global allocator; this
+//! never leaves its parking spot. Counted by a global allocator; this
 //! binary holds this one test, so no other test allocates meanwhile.
 #![cfg(not(loom))]
 
@@ -66,7 +66,7 @@ fn a_steady_schedule_and_cancel_loop_allocates_nothing() {
     let allocated = allocations_in(&manual, n);
     assert_eq!(allocated, 0, "{allocated} allocations in {n} requests");
     drop(manual);
-    // On the real clock the driver sweeps the parking slots, and a timer
+    // On the real clock the driver sweeps the parking spots, and a timer
     // it has taken may be freed on its thread: the block then comes back
     // to this one through the depot. Warm that path too, by handing timers
     // of both kinds to the driver and cancelling them while it sleeps.

@@ -16,7 +16,7 @@ mod common;
 use common::{manual, wait_until, PATIENCE};
 
 /// The most a round may file or fire (the driver's batch), with room for a
-/// sweep of the parking slots.
+/// sweep of the parking spots.
 const ROUND_BOUND: u64 = 4096 + 64;
 
 #[test]

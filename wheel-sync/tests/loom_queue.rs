@@ -2,7 +2,7 @@
 //! the consumer (within the preemption bound), no item is lost, duplicated, reordered or
 //! leaked, and items come out in the order of the sequence numbers their pushes returned.
 //!
-//! Under loom a block holds 2 slots, so any model with 3 pushes crosses a block boundary.
+//! Under loom a block holds 2 places, so any model with 3 pushes crosses a block boundary.
 //! Run with `RUSTFLAGS="--cfg loom" cargo test -p wheel-sync --release --test loom_queue`.
 #![cfg(loom)]
 

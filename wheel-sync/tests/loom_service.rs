@@ -292,9 +292,9 @@ fn shutdown_racing_schedule_loses_nothing() {
 #[test]
 fn parked_timers_displacing_each_other_are_all_accounted_for() {
     model(|| {
-        // Far-off timers are parked; model threads share one slot, so the
+        // Far-off timers are parked; model threads share one parking spot, so the
         // second displaces the first into the queue while the driver may be
-        // sweeping the slot.
+        // sweeping the spot.
         let timers = TimerService::new();
         let drops = Arc::new(AtomicUsize::new(0));
         let spawn_schedule = |timers: &TimerService| {

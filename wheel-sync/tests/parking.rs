@@ -1,4 +1,4 @@
-//! Parking: a timer due at least 50 ms out waits in its thread's slot next to
+//! Parking: a timer due at least 50 ms out waits in its thread's parking spot next to
 //! the queue, and a cancel from that thread takes it back unseen. Parked timers
 //! still fire on time and in order, are swept and freed when cancelled
 //! elsewhere, are counted when taken back, and are abandoned by shutdown.
@@ -47,7 +47,7 @@ fn a_parked_timer_fires_although_its_thread_goes_quiet() {
     assert!(handle.is_fired());
 }
 
-/// Two timers from one thread: the second displaces the first from the slot
+/// Two timers from one thread: the second displaces the first from the spot
 /// into the queue; both fire, in deadline order, neither early.
 #[test]
 fn a_displaced_parked_timer_still_fires_in_order() {
@@ -77,7 +77,7 @@ fn a_displaced_parked_timer_still_fires_in_order() {
     assert_eq!(timers.pending(), 0);
 }
 
-/// Cancelled by another thread, a parked timer stays in its slot until the
+/// Cancelled by another thread, a parked timer stays in its spot until the
 /// driver sweeps it: it is freed then, well before its deadline, and counted.
 #[test]
 fn a_parked_timer_cancelled_elsewhere_is_swept_and_freed() {
@@ -208,7 +208,7 @@ fn a_parked_sleep_reset_earlier_completes_on_time() {
     assert!(!later.is_elapsed(), "fired at its old deadline");
 }
 
-/// A thread that schedules and cancels in a loop keeps its slot full half
+/// A thread that schedules and cancels in a loop keeps its spot full half
 /// the time: a driver that went back to a round whenever it found a parked
 /// message before a sleep took (and then freed) timer after timer, awake
 /// the whole time. It sleeps between sweeps instead.

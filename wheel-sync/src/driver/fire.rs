@@ -6,7 +6,7 @@ use std::time::Instant;
 use super::DriverStats;
 use super::{Driver, Message, BATCH, FIRE_BATCH, WAKE_BATCH};
 use crate::action::Firing;
-use crate::entry::{self, EntryRef, CANCELLED, PENDING, SLOT_NEW, SLOT_OUT};
+use crate::entry::{self, EntryRef, CANCELLED, INDEX_NEW, INDEX_OUT, PENDING};
 use crate::lateness::Histogram;
 use crate::sync::atomic::Ordering;
 
@@ -66,18 +66,18 @@ impl Driver {
             }
             filed += 1;
         }
-        DriverStats::bump(&self.shared.stats.scheduled, jobs);
+        DriverStats::bump(&self.state.stats.scheduled, jobs);
         filed
     }
 
     /// Makes the wheel agree with the entry's state word.
     pub(super) fn file(&mut self, entry: EntryRef) {
-        let stats = &self.shared.stats;
+        let stats = &self.state.stats;
         let word = entry.take_queued();
-        let slot = entry.slot();
-        // The driver keeps `slot` right, so the index names this entry.
-        let in_wheel = if slot < SLOT_OUT {
-            self.wheel.id_at(slot)
+        let index = entry.wheel_index();
+        // The driver keeps `wheel_index` right, so the index names this entry.
+        let in_wheel = if index < INDEX_OUT {
+            self.wheel.id_at(index)
         } else {
             None
         };
@@ -89,19 +89,19 @@ impl Driver {
             DriverStats::bump(&stats.scheduled, 1);
             let id = self.wheel.insert(tick, entry);
             if let Some(entry) = self.wheel.get(id) {
-                entry.set_slot(id.index());
+                entry.set_wheel_index(id.index());
             }
             return;
         }
         if let Some(id) = in_wheel {
             self.wheel.cancel(id);
-        } else if slot == SLOT_NEW {
+        } else if index == INDEX_NEW {
             // Cancelled (or abandoned) before the driver ever saw it.
             DriverStats::bump(&stats.scheduled, 1);
         } else {
             return;
         }
-        entry.set_slot(SLOT_OUT);
+        entry.set_wheel_index(INDEX_OUT);
         if entry::state_of(word) == CANCELLED {
             DriverStats::bump(&stats.cancelled, 1);
         }
@@ -119,8 +119,8 @@ impl Driver {
     /// The sleeps' wakers are woken through the relay; one the last round
     /// handed over that no task took is woken here.
     pub(super) fn fire_due(&mut self, started: Instant) -> bool {
-        self.shared.relay.wake_handed();
-        let now = self.shared.clock.tick_at(started);
+        self.state.relay.wake_handed();
+        let now = self.state.clock.tick_at(started);
         let mut count = FireCount::default();
         let all_fired = loop {
             if count.taken >= BATCH {
@@ -137,8 +137,8 @@ impl Driver {
             self.fire_jobs(step, started, &mut count);
         };
         // Counted before the wakes, so that a woken task sees its own fire.
-        count.record(&self.shared.stats);
-        self.shared.relay.dispatch(&mut self.wakers);
+        count.record(&self.state.stats);
+        self.state.relay.dispatch(&mut self.wakers);
         all_fired
     }
 
@@ -148,7 +148,7 @@ impl Driver {
     /// It takes them out [`FIRE_BATCH`] at a time and counts each batch out
     /// of `pending` with one atomic add before running it.
     fn fire_jobs(&mut self, tick: u64, started: Instant, count: &mut FireCount) {
-        let shared = &*self.shared;
+        let state = &*self.state;
         let mut advance = self.jobs.advance(tick);
         while count.taken < BATCH {
             self.job_batch
@@ -157,13 +157,13 @@ impl Driver {
                 break;
             }
             count.taken += self.job_batch.len();
-            shared.release_n(self.job_batch.len());
+            state.release_n(self.job_batch.len());
             for (deadline, job) in self.job_batch.drain(..) {
                 count.fired(
-                    shared.clock.ns_past(started, deadline),
-                    &shared.stats.lateness,
+                    state.clock.ns_past(started, deadline),
+                    &state.stats.lateness,
                 );
-                let ran = match &shared.executor {
+                let ran = match &state.executor {
                     Some(executor) => executor.hand(move || job.call()),
                     None => job.run(),
                 };
@@ -183,7 +183,7 @@ impl Driver {
     /// firing one at a time, each miss would wait behind the previous
     /// timer's compare-exchange.
     fn fire_entries(&mut self, tick: u64, started: Instant, count: &mut FireCount) {
-        let shared = &*self.shared;
+        let state = &*self.state;
         let mut advance = self.wheel.advance(tick);
         while count.taken < BATCH {
             self.batch.extend(
@@ -205,7 +205,7 @@ impl Driver {
             // until then a callback earlier in the batch, or another thread,
             // can still cancel it, as `TimerHandle::cancel` promises.
             for (entry, deadline, word) in self.batch.drain(..) {
-                entry.set_slot(SLOT_OUT);
+                entry.set_wheel_index(INDEX_OUT);
                 if !entry.try_fire(word, deadline) {
                     // Cancelled after it was filed (its message, when popped,
                     // finds it out of the wheel and counts nothing), or reset
@@ -215,14 +215,14 @@ impl Driver {
                     }
                     continue;
                 }
-                shared.release();
+                state.release();
                 count.fired(
-                    shared.clock.ns_past(started, deadline),
-                    &shared.stats.lateness,
+                    state.clock.ns_past(started, deadline),
+                    &state.stats.lateness,
                 );
                 let mut firing = Firing {
                     wakers: &mut self.wakers,
-                    executor: shared.executor.as_ref(),
+                    executor: state.executor.as_ref(),
                 };
                 // SAFETY: `try_fire` won this arming's move to `FIRED`.
                 if !unsafe { entry.fire(&mut firing) } {
@@ -230,7 +230,7 @@ impl Driver {
                 }
             }
             if self.wakers.len() >= WAKE_BATCH {
-                shared.relay.dispatch(&mut self.wakers);
+                state.relay.dispatch(&mut self.wakers);
             }
         }
     }

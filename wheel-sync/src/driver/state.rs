@@ -13,7 +13,7 @@ use crate::executor::Executor;
 use crate::holders::Holders;
 use crate::job::Job;
 use crate::lateness::Histogram;
-use crate::parked::Slots;
+use crate::parked::Spots;
 use crate::queue::{Consumer, Producer};
 use crate::relay::Relay;
 use crate::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -24,7 +24,7 @@ use crate::{AdvanceError, ScheduleError, ShutdownReport};
 pub(crate) struct ServiceState {
     pub(super) producer: Producer<Message>,
     /// Far-off timers waiting next to the queue (see `parked`).
-    pub(super) parked: Slots,
+    pub(super) parked: Spots,
     pub(crate) clock: Clock,
     /// Live timers: callbacks, sleeps and timeouts.
     pending: CachePadded<AtomicUsize>,
@@ -105,9 +105,9 @@ impl ServiceState {
         executor: Option<Executor>,
     ) -> (Arc<Self>, Consumer<Message>) {
         let (producer, consumer) = crate::queue::channel();
-        let shared = Arc::new(Self {
+        let state = Arc::new(Self {
             producer,
-            parked: Slots::new(),
+            parked: Spots::new(),
             clock,
             pending: CachePadded::new(AtomicUsize::new(0)),
             max_pending,
@@ -126,7 +126,7 @@ impl ServiceState {
             #[cfg(all(test, not(loom)))]
             fail_next_round: AtomicBool::new(false),
         });
-        (shared, consumer)
+        (state, consumer)
     }
 
     pub(crate) fn set_driver(&self, driver: thread::Thread) {
@@ -161,9 +161,9 @@ impl ServiceState {
     }
 
     /// Live timers. Without a `max_pending` limit the count is kept per
-    /// parking slot (each thread counts in and out on its own cache line, as
+    /// parking spot (each thread counts in and out on its own cache line, as
     /// one shared counter made threads contend on every schedule and
-    /// cancel), and this sums the slots.
+    /// cancel), and this sums the spots.
     pub(crate) fn pending(&self) -> usize {
         if self.unlimited() {
             return self.parked.live();
@@ -175,7 +175,7 @@ impl ServiceState {
         (!self.unlimited()).then_some(self.max_pending)
     }
 
-    /// No `max_pending` limit: `pending` is counted per parking slot.
+    /// No `max_pending` limit: `pending` is counted per parking spot.
     #[inline]
     fn unlimited(&self) -> bool {
         self.max_pending == usize::MAX
@@ -267,7 +267,7 @@ impl ServiceState {
     }
 
     /// Like [`submit`](Self::submit), but parks the message in this
-    /// thread's slot (see `parked`) for a timer due at least
+    /// thread's parking spot (see `parked`) for a timer due at least
     /// [`parked::PARK_MIN`] from now: a cancel from this thread then takes it
     /// back before the driver sees it. A message it displaces is submitted.
     pub(crate) fn park(&self, message: EntryRef, look_by: u64) {
@@ -287,7 +287,7 @@ impl ServiceState {
 
     /// An entry whose message is still queued or parked now wants the
     /// driver by tick `look_by` (a `Sleep` reset earlier): asks for a sweep
-    /// of the parking slots and unparks a driver planning to wake later. The
+    /// of the parking spots and unparks a driver planning to wake later. The
     /// fence pairs with `park`'s, as in `submit`: either the driver sees the
     /// queued message or the request before it sleeps, or this sees its plan.
     pub(crate) fn hurry(&self, look_by: u64) {

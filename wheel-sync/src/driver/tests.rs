@@ -15,24 +15,24 @@ const PATIENCE: Duration = Duration::from_secs(if cfg!(miri) { 120 } else { 10 }
 /// A driver on a manual clock with a 1 ms tick, not yet running.
 fn manual_driver() -> (Arc<ServiceState>, Driver) {
     let clock = Clock::new(Duration::from_millis(1), true);
-    let (shared, consumer) = ServiceState::new(clock, usize::MAX, None);
-    let driver = Driver::new(Arc::clone(&shared), consumer);
-    (shared, driver)
+    let (state, consumer) = ServiceState::new(clock, usize::MAX, None);
+    let driver = Driver::new(Arc::clone(&state), consumer);
+    (state, driver)
 }
 
 #[test]
 fn a_sweep_before_a_long_sleep_that_files_a_due_timer_goes_back_to_a_round() {
-    let (shared, mut driver) = manual_driver();
+    let (state, mut driver) = manual_driver();
     // A sleep's entry, parked and already due: as a parked sleep reset to
     // now leaves it.
     let (entry, message) = EntryRef::new(0, Wake::default());
-    shared.admit(false).unwrap();
-    assert!(shared.parked.park(message).is_none());
+    state.admit(false).unwrap();
+    assert!(state.parked.park(message).is_none());
     let (tx, rx) = mpsc::channel();
     let parker = {
-        let shared = Arc::clone(&shared);
+        let state = Arc::clone(&state);
         std::thread::spawn(move || {
-            shared.set_driver(std::thread::current());
+            state.set_driver(std::thread::current());
             // With an empty wheel the plan is to sleep for good, so the
             // parked messages are swept first; what that files is due.
             driver.park(false);
@@ -43,12 +43,12 @@ fn a_sweep_before_a_long_sleep_that_files_a_due_timer_goes_back_to_a_round() {
     let went_back = rx.recv_timeout(PATIENCE).is_ok();
     if !went_back {
         // Parked for good past a due timer: wake it to end the test.
-        shared.sleeping_until.store(AWAKE, Ordering::Relaxed);
-        shared.unpark_driver();
+        state.sleeping_until.store(AWAKE, Ordering::Relaxed);
+        state.unpark_driver();
     }
     let mut driver = parker.join().unwrap();
     assert!(went_back, "the driver slept past a due timer");
-    assert!(driver.fire_due(shared.clock.now()));
+    assert!(driver.fire_due(state.clock.now()));
     assert_eq!(entry.state(), FIRED);
 }
 
@@ -59,16 +59,16 @@ fn a_producer_preempted_between_claim_and_write_neither_spins_the_driver_nor_hol
     use std::sync::atomic::AtomicUsize as StdAtomicUsize;
 
     let clock = Clock::new(Duration::from_millis(1), false);
-    let (shared, consumer) = ServiceState::new(clock, usize::MAX, None);
-    let driver = Driver::new(Arc::clone(&shared), consumer);
+    let (state, consumer) = ServiceState::new(clock, usize::MAX, None);
+    let driver = Driver::new(Arc::clone(&state), consumer);
     let join = std::thread::spawn(move || driver.run());
-    shared.set_driver(join.thread().clone());
+    state.set_driver(join.thread().clone());
     // A timer in the wheel, due 30 ms from now.
-    let due = shared.clock.tick_after(Duration::from_millis(30));
+    let due = state.clock.tick_after(Duration::from_millis(30));
     let (entry, message) = EntryRef::new(due, Wake::default());
-    shared.admit(false).unwrap();
-    shared.submit(message, due);
-    while shared.stats().scheduled.load(Ordering::Relaxed) == 0 {
+    state.admit(false).unwrap();
+    state.submit(message, due);
+    while state.stats().scheduled.load(Ordering::Relaxed) == 0 {
         std::thread::yield_now();
     }
     // A producer claims a place and stops before writing it; a job queued
@@ -83,17 +83,17 @@ fn a_producer_preempted_between_claim_and_write_neither_spins_the_driver_nor_hol
     let (release, held) = mpsc::channel();
     let (claimed, claim) = mpsc::channel();
     let producer = {
-        let (shared, job) = (Arc::clone(&shared), job(&ran));
+        let (state, job) = (Arc::clone(&state), job(&ran));
         std::thread::spawn(move || {
             stall::next_push(claimed, held);
-            shared.admit(true).unwrap();
-            shared.submit_job(0, job);
+            state.admit(true).unwrap();
+            state.submit_job(0, job);
         })
     };
     claim.recv_timeout(PATIENCE).unwrap();
-    shared.admit(true).unwrap();
-    shared.submit_job(0, job(&ran));
-    let rounds = || shared.stats().rounds.load(Ordering::Relaxed);
+    state.admit(true).unwrap();
+    state.submit_job(0, job(&ran));
+    let rounds = || state.stats().rounds.load(Ordering::Relaxed);
     let (before, start) = (rounds(), Instant::now());
     // The wheel's timer fires meanwhile, the queue's waits.
     while entry.state() != FIRED {
@@ -111,7 +111,7 @@ fn a_producer_preempted_between_claim_and_write_neither_spins_the_driver_nor_hol
     while ran.load(Ordering::Relaxed) < 2 {
         std::thread::yield_now();
     }
-    shared.begin_shutdown();
+    state.begin_shutdown();
     join.join().unwrap();
     // Yielding alone, a round every few microseconds: hundreds a ms.
     assert!(
@@ -129,13 +129,13 @@ fn should_the_driver_die_every_call_reports_it_and_nothing_hangs() {
     let handle = timers.schedule(hour, || ()).unwrap();
     let sleep = timers.sleep(hour);
     timers
-        .shared()
+        .state()
         .fail_next_round
         .store(true, Ordering::Relaxed);
     // Wake the driver into the round that fails.
     let _ = timers.schedule(Duration::ZERO, || ());
     let give_up = Instant::now() + PATIENCE;
-    while !timers.shared().is_shutdown() {
+    while !timers.state().is_shutdown() {
         assert!(Instant::now() < give_up, "the driver's death went unseen");
         std::thread::yield_now();
     }
