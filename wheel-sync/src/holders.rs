@@ -9,6 +9,10 @@
 //! - A thread's count is a word: holders (in steps of [`HOLDER`]) and the
 //!   [`ARMED`] bit. A thread adds holders only to its own count; a holder
 //!   that moved to another thread leaves from there.
+//! - A holder made from one counted on this thread (a clone made where
+//!   its original lives, as every handle and sleep is) joins that count
+//!   directly; only one made from another thread's holder looks up this
+//!   thread's list.
 //! - A count belongs to the service's list and to its holders; a thread
 //!   keeps only a weak reference to its own (a strong one under loom, which
 //!   has no `Weak`), so a stopped service is freed while the threads that
@@ -76,6 +80,11 @@ pub(crate) struct ThreadHolders {
     /// another's, nor the threads that read `service` through a handle this
     /// thread made.
     count: CachePadded<AtomicUsize>,
+    /// The thread whose count this is: the address of its list of counts
+    /// (0 for a count made during the thread's teardown). Only live threads
+    /// are told apart; one that reuses a gone thread's address may join that
+    /// thread's count, which costs a shared line at worst.
+    thread: usize,
     pub(crate) service: Arc<ServiceState>,
 }
 
@@ -105,6 +114,14 @@ loom::thread_local! {
 
 /// This thread's counts, each by the address of its service.
 struct ThisThread(RefCell<Vec<(*const ServiceState, Kept)>>);
+
+/// This thread's mark for [`ThreadHolders::thread`]: the address of its
+/// list of counts; `None` during its teardown.
+fn this_thread() -> Option<usize> {
+    THIS_THREAD
+        .try_with(|this| core::ptr::from_ref(this).addr())
+        .ok()
+}
 
 /// What a thread keeps of its count: a weak reference, so that a thread
 /// that once held a service does not keep the service (and what the user
@@ -180,10 +197,11 @@ impl Holders {
         }
     }
 
-    /// A count for this thread, listed.
-    fn add(service: &Arc<ServiceState>) -> Arc<ThreadHolders> {
+    /// A count for the thread `thread` (see [`ThreadHolders::thread`]), listed.
+    fn add(service: &Arc<ServiceState>, thread: usize) -> Arc<ThreadHolders> {
         let counted = Arc::new(ThreadHolders {
             count: CachePadded::new(AtomicUsize::new(0)),
+            thread,
             service: Arc::clone(service),
         });
         let holders = &service.holders;
@@ -258,6 +276,17 @@ fn unlock_then_forget(mut threads: impl DerefMut<Target = Vec<Arc<ThreadHolders>
 }
 
 impl ThreadHolders {
+    /// A new holder of the service `counted` counts for, on this thread's
+    /// count: `counted` itself when it is this thread's (a clone made where
+    /// its original lives), with no look-up.
+    pub(crate) fn hold_again(counted: &Arc<Self>) -> Arc<Self> {
+        if this_thread() == Some(counted.thread) {
+            counted.join();
+            return Arc::clone(counted);
+        }
+        Self::hold(&counted.service)
+    }
+
     /// A new holder of `service`, counted in this thread's count.
     pub(crate) fn hold(service: &Arc<ServiceState>) -> Arc<Self> {
         let found = THIS_THREAD.try_with(|this| {
@@ -273,7 +302,7 @@ impl ThreadHolders {
             // Forget the counts of services that have stopped (their count
             // is gone) or shut down: they need no holders from this thread.
             counts.retain(|(_, counted)| running(counted));
-            let counted = Holders::add(service);
+            let counted = Holders::add(service, core::ptr::from_ref(this).addr());
             counts.push((key, keep(&counted)));
             Some(counted)
         });
@@ -282,7 +311,7 @@ impl ThreadHolders {
         let counted = found
             .ok()
             .flatten()
-            .unwrap_or_else(|| Holders::add(service));
+            .unwrap_or_else(|| Holders::add(service, 0));
         counted.join();
         counted
     }
@@ -347,5 +376,43 @@ impl ThreadHolders {
         } else if stopped {
             self.service.begin_shutdown();
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::TimerService;
+
+    fn holders(counted: &ThreadHolders) -> usize {
+        counted.count.load(Ordering::Relaxed) / HOLDER
+    }
+
+    /// Each thread counts the clones it makes on its own count, whichever
+    /// thread's holder they were made from, and one thread has one count.
+    #[test]
+    fn a_clone_counts_on_the_thread_that_makes_it() {
+        let timers = TimerService::builder().manual_clock().build().unwrap();
+        let here = timers.clone();
+        assert!(Arc::ptr_eq(&timers.holder, &here.holder));
+        assert_eq!(holders(&timers.holder), 2);
+        let moved = std::thread::scope(|s| {
+            s.spawn(|| {
+                let there = timers.clone();
+                assert!(!Arc::ptr_eq(&timers.holder, &there.holder));
+                let again = there.clone();
+                assert!(Arc::ptr_eq(&there.holder, &again.holder));
+                assert_eq!(holders(&there.holder), 2);
+                drop(again);
+                there
+            })
+            .join()
+            .unwrap()
+        });
+        // Made on a thread that has gone, cloned here: counted here.
+        let back = moved.clone();
+        assert!(Arc::ptr_eq(&back.holder, &timers.holder));
+        assert_eq!(holders(&timers.holder), 3);
+        assert_eq!(holders(&moved.holder), 1);
     }
 }

@@ -42,7 +42,7 @@ use crate::{
 /// .unwrap();
 /// ```
 pub struct TimerService {
-    holder: Arc<ThreadHolders>,
+    pub(crate) holder: Arc<ThreadHolders>,
 }
 
 impl Clone for TimerService {
@@ -52,7 +52,7 @@ impl Clone for TimerService {
     /// another thread than it was made on).
     fn clone(&self) -> Self {
         Self {
-            holder: ThreadHolders::hold(&self.holder.service),
+            holder: ThreadHolders::hold_again(&self.holder),
         }
     }
 }
