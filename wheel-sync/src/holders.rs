@@ -80,10 +80,8 @@ pub(crate) struct ThreadHolders {
     /// another's, nor the threads that read `service` through a handle this
     /// thread made.
     count: CachePadded<AtomicUsize>,
-    /// The thread whose count this is: the address of its list of counts
-    /// (0 for a count made during the thread's teardown). Only live threads
-    /// are told apart; one that reuses a gone thread's address may join that
-    /// thread's count, which costs a shared line at worst.
+    /// The number of the thread whose count this is (0, which no thread
+    /// has, for a count made during a thread's teardown).
     thread: usize,
     pub(crate) service: Arc<ServiceState>,
 }
@@ -103,24 +101,38 @@ pub(crate) struct Holders {
 #[cfg(not(loom))]
 std::thread_local! {
     /// This thread's counts, one per service it holds or held.
-    static THIS_THREAD: ThisThread = const { ThisThread(RefCell::new(Vec::new())) };
+    static THIS_THREAD: ThisThread = ThisThread::new();
 }
 
-// loom's takes no `const` initialiser.
 #[cfg(loom)]
 loom::thread_local! {
-    static THIS_THREAD: ThisThread = ThisThread(RefCell::new(Vec::new()));
+    static THIS_THREAD: ThisThread = ThisThread::new();
 }
 
-/// This thread's counts, each by the address of its service.
-struct ThisThread(RefCell<Vec<(*const ServiceState, Kept)>>);
+/// Hands out thread numbers, from 1; a plain `std` counter even under
+/// loom, as only their being distinct matters.
+static NEXT_THREAD: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
 
-/// This thread's mark for [`ThreadHolders::thread`]: the address of its
-/// list of counts; `None` during its teardown.
+/// This thread's counts, each by the address of its service.
+struct ThisThread {
+    /// This thread's number, never another's (an address could be a gone
+    /// thread's): what [`ThreadHolders::thread`] holds.
+    number: usize,
+    counts: RefCell<Vec<(*const ServiceState, Kept)>>,
+}
+
+impl ThisThread {
+    fn new() -> Self {
+        Self {
+            number: NEXT_THREAD.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            counts: RefCell::new(Vec::new()),
+        }
+    }
+}
+
+/// This thread's number; `None` during its teardown.
 fn this_thread() -> Option<usize> {
-    THIS_THREAD
-        .try_with(|this| core::ptr::from_ref(this).addr())
-        .ok()
+    THIS_THREAD.try_with(|this| this.number).ok()
 }
 
 /// What a thread keeps of its count: a weak reference, so that a thread
@@ -175,7 +187,7 @@ impl Drop for ThisThread {
         if cfg!(loom) {
             return;
         }
-        for (_, counted) in mem::take(self.0.get_mut()) {
+        for (_, counted) in mem::take(self.counts.get_mut()) {
             let Some(counted) = kept(&counted) else {
                 continue;
             };
@@ -291,7 +303,7 @@ impl ThreadHolders {
     pub(crate) fn hold(service: &Arc<ServiceState>) -> Arc<Self> {
         let found = THIS_THREAD.try_with(|this| {
             // Not borrowed unless a drop run below makes a holder itself.
-            let mut counts = this.0.try_borrow_mut().ok()?;
+            let mut counts = this.counts.try_borrow_mut().ok()?;
             let key = Arc::as_ptr(service);
             // A live count at the service's address is the service's: the
             // count keeps the service, so the address is not reused.
@@ -302,7 +314,7 @@ impl ThreadHolders {
             // Forget the counts of services that have stopped (their count
             // is gone) or shut down: they need no holders from this thread.
             counts.retain(|(_, counted)| running(counted));
-            let counted = Holders::add(service, core::ptr::from_ref(this).addr());
+            let counted = Holders::add(service, this.number);
             counts.push((key, keep(&counted)));
             Some(counted)
         });
