@@ -65,8 +65,6 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use crate::caught::drop_payload;
 use std::time::{Duration, Instant};
 
-use wheel_core::{BucketWheel, Wheel};
-
 use crate::entry::{EntryRef, CANCELLED, INDEX_OUT};
 use crate::holders::DISARM_EVERY;
 use crate::job::Job;
@@ -74,11 +72,13 @@ use crate::parked;
 use crate::queue::Consumer;
 use crate::sync::atomic::{fence, Ordering};
 use crate::sync::{thread, Arc};
+use wheels::Wheels;
 
 mod fire;
 mod state;
 #[cfg(all(test, not(loom)))]
 mod tests;
+mod wheels;
 
 pub(crate) use state::{DriverStats, ServiceState};
 
@@ -103,7 +103,7 @@ const THROTTLE_YIELDS: usize = 10_000;
 /// The longest a driver with pending timers sleeps: the bound on how long
 /// a cancelled timer's memory outlives its cancel when nothing else happens.
 pub(crate) const RECLAIM_EVERY: Duration = Duration::from_millis(100);
-/// Timers filed ahead per [`Wheel::cascade_ahead`] call between clock checks.
+/// Timers filed ahead per [`wheel_core::Wheel::cascade_ahead`] call between clock checks.
 const AHEAD_CHUNK: usize = 1024;
 /// Cascading ahead stops this close to the next expiration.
 const AHEAD_MARGIN: Duration = Duration::from_micros(200);
@@ -140,13 +140,7 @@ pub(crate) enum Message {
 pub(crate) struct Driver {
     state: Arc<ServiceState>,
     consumer: Consumer<Message>,
-    /// Boxed: its level tables are about 11 KiB, too much to move around on
-    /// small thread stacks (loom's among them).
-    wheel: Box<Wheel<EntryRef>>,
-    /// Detached callbacks, by value, in a wheel for timers that are never
-    /// cancelled (no ids, no links), while the entries' wheel stays one
-    /// pointer per timer.
-    jobs: BucketWheel<Job>,
+    wheels: Wheels,
     /// Due timers on their way out of the wheel: entry, deadline tick, and
     /// the state word as first read. Empty between calls of `fire_due`.
     batch: Vec<(EntryRef, u64, u64)>,
@@ -170,7 +164,7 @@ pub(crate) struct Driver {
 impl fmt::Debug for Driver {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Driver")
-            .field("wheel", &self.wheel)
+            .field("wheels", &self.wheels)
             .finish()
     }
 }
@@ -179,20 +173,10 @@ impl Driver {
     pub(crate) fn new(state: Arc<ServiceState>, consumer: Consumer<Message>) -> Self {
         let now = state.clock.now_tick();
         let last_sweep = state.clock.now();
-        let mut wheel = Box::new(Wheel::starting_at(now));
-        let mut jobs = BucketWheel::starting_at(now);
-        // Each wheel makes its staging area on its first cascade ahead and
-        // keeps it, and the storage for the first timers filed is kept
-        // too: made now, these allocations are the build's, not ones in
-        // the middle of a steady load that first left a timer filed.
-        wheel.reserve(FIRST_TIMERS);
-        wheel.cascade_ahead(0);
-        jobs.cascade_ahead(0);
         Self {
             state,
             consumer,
-            wheel,
-            jobs,
+            wheels: Wheels::starting_at(now, FIRST_TIMERS),
             batch: Vec::with_capacity(FIRE_BATCH),
             wakers: Vec::new(),
             job_batch: Vec::with_capacity(FIRE_BATCH),
@@ -300,18 +284,18 @@ impl Driver {
     }
 
     /// Before a sleep: once a burst has drained, shrinks the wheel's
-    /// storage back (see [`Wheel::shrink_to_fit`]), when it is four times
+    /// storage back (see [`wheel_core::Wheel::shrink_to_fit`]), when it is four times
     /// what the pending timers need, and unless it was tried at this size
     /// and the wheel has not since halved.
     fn give_memory_back(&mut self) {
-        let (capacity, len) = (self.wheel.capacity(), self.wheel.len());
+        let (capacity, len) = (self.wheels.entries.capacity(), self.wheels.entries.len());
         if capacity <= 4 * len.max(SHRINK_FLOOR)
             || (capacity == self.shrunk.0 && 2 * len > self.shrunk.1)
         {
             return;
         }
-        self.wheel.shrink_to_fit();
-        self.shrunk = (self.wheel.capacity(), len);
+        self.wheels.entries.shrink_to_fit();
+        self.shrunk = (self.wheels.entries.capacity(), len);
     }
 
     /// Every [`DISARM_EVERY`], disarms the threads' idle holder counts
@@ -344,7 +328,7 @@ impl Driver {
     }
 
     /// Uses idle time before the next expiration to file the next big slot's
-    /// timers ahead (see [`Wheel::cascade_ahead`]), in chunks, so that when
+    /// timers ahead (see [`wheel_core::Wheel::cascade_ahead`]), in chunks, so that when
     /// its time comes the cascade does not hold up the timers due then.
     /// Stops for submissions, and [`AHEAD_MARGIN`] before the next timer.
     fn cascade_ahead(&mut self) {
@@ -353,7 +337,7 @@ impl Driver {
             return;
         }
         while self.consumer.is_empty() {
-            let Some(next) = self.next_expiration() else {
+            let Some(next) = self.wheels.next_expiration() else {
                 return;
             };
             let Some(due) = self.state.clock.instant_of(next) else {
@@ -362,19 +346,9 @@ impl Driver {
             if due.saturating_duration_since(self.state.clock.now()) < AHEAD_MARGIN {
                 return;
             }
-            if self.wheel.cascade_ahead(AHEAD_CHUNK) == 0
-                && self.jobs.cascade_ahead(AHEAD_CHUNK) == 0
-            {
+            if !self.wheels.cascade_ahead(AHEAD_CHUNK) {
                 return;
             }
-        }
-    }
-
-    /// The earlier of the two wheels' next expirations.
-    fn next_expiration(&self) -> Option<u64> {
-        match (self.wheel.next_expiration(), self.jobs.next_expiration()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
         }
     }
 
@@ -485,7 +459,7 @@ impl Driver {
     /// A batch of wakers handed to a task that has not taken it brings the
     /// plan forward to the next tick, when the driver wakes them itself.
     fn plan(&self, busy: bool) -> Option<u64> {
-        let plan = match self.next_expiration() {
+        let plan = match self.wheels.next_expiration() {
             None if busy => Some(self.state.clock.tick_after(RECLAIM_EVERY)),
             next => next,
         };
@@ -554,7 +528,7 @@ impl Driver {
         let mut unfired = 0;
         let mut panicked = 0;
         let mut cancelled = 0;
-        for expired in self.wheel.drain() {
+        for expired in self.wheels.entries.drain() {
             let entry = expired.value;
             entry.set_wheel_index(INDEX_OUT);
             let (abandoned, panic) = state.abandon(&entry);
@@ -564,7 +538,7 @@ impl Driver {
             cancelled += u64::from(!abandoned && entry.state() == CANCELLED);
             panicked += u64::from(panic);
         }
-        for (_, job) in self.jobs.drain() {
+        for (_, job) in self.wheels.jobs.drain() {
             state.release();
             panicked += u64::from(!job.discard());
             unfired += 1;

@@ -59,7 +59,7 @@ impl Driver {
             match self.consumer.pop() {
                 Some(Message::Entry(entry)) => self.file(entry),
                 Some(Message::Job(tick, job)) => {
-                    self.jobs.insert(tick, job);
+                    self.wheels.jobs.insert(tick, job);
                     jobs += 1;
                 }
                 None => break,
@@ -77,24 +77,24 @@ impl Driver {
         let index = entry.wheel_index();
         // The driver keeps `wheel_index` right, so the index names this entry.
         let in_wheel = if index < INDEX_OUT {
-            self.wheel.id_at(index)
+            self.wheels.entries.id_at(index)
         } else {
             None
         };
         if entry::state_of(word) == PENDING {
             let tick = entry::tick_of(word);
-            if in_wheel.is_some_and(|id| self.wheel.reschedule(id, tick)) {
+            if in_wheel.is_some_and(|id| self.wheels.entries.reschedule(id, tick)) {
                 return;
             }
             DriverStats::bump(&stats.scheduled, 1);
-            let id = self.wheel.insert(tick, entry);
-            if let Some(entry) = self.wheel.get(id) {
+            let id = self.wheels.entries.insert(tick, entry);
+            if let Some(entry) = self.wheels.entries.get(id) {
                 entry.set_wheel_index(id.index());
             }
             return;
         }
         if let Some(id) = in_wheel {
-            self.wheel.cancel(id);
+            self.wheels.entries.cancel(id);
         } else if index == INDEX_NEW {
             // Cancelled (or abandoned) before the driver ever saw it.
             DriverStats::bump(&stats.scheduled, 1);
@@ -126,12 +126,8 @@ impl Driver {
             if count.taken >= BATCH {
                 break false;
             }
-            let a = self.wheel.next_expiration().filter(|&t| t <= now);
-            let b = self.jobs.next_expiration().filter(|&t| t <= now);
-            let step = match (a, b) {
-                (Some(a), Some(b)) => a.min(b),
-                (Some(t), None) | (None, Some(t)) => t,
-                (None, None) => break true,
+            let Some(step) = self.wheels.next_expiration().filter(|&t| t <= now) else {
+                break true;
             };
             self.fire_entries(step, started, &mut count);
             self.fire_jobs(step, started, &mut count);
@@ -149,7 +145,7 @@ impl Driver {
     /// of `pending` with one atomic add before running it.
     fn fire_jobs(&mut self, tick: u64, started: Instant, count: &mut FireCount) {
         let state = &*self.state;
-        let mut advance = self.jobs.advance(tick);
+        let mut advance = self.wheels.jobs.advance(tick);
         while count.taken < BATCH {
             self.job_batch
                 .extend(advance.by_ref().take(FIRE_BATCH.min(BATCH - count.taken)));
@@ -184,7 +180,7 @@ impl Driver {
     /// timer's compare-exchange.
     fn fire_entries(&mut self, tick: u64, started: Instant, count: &mut FireCount) {
         let state = &*self.state;
-        let mut advance = self.wheel.advance(tick);
+        let mut advance = self.wheels.entries.advance(tick);
         while count.taken < BATCH {
             self.batch.extend(
                 (advance.by_ref().take(FIRE_BATCH.min(BATCH - count.taken)))

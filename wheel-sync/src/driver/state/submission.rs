@@ -21,7 +21,7 @@ impl ServiceState {
     }
 
     /// A new timer's message to the driver: [`park`](Self::park)ed if it is
-    /// `far` (due at least [`parked::PARK_MIN`] from now), else
+    /// `far` (due at least [`crate::parked::PARK_MIN`] from now), else
     /// [`submit`](Self::submit)ted.
     pub(crate) fn hand_over(&self, message: EntryRef, tick: u64, far: bool) {
         if far {
@@ -54,7 +54,7 @@ impl ServiceState {
 
     /// Like [`submit`](Self::submit), but parks the message in this
     /// thread's parking spot (see `parked`) for a timer due at least
-    /// [`parked::PARK_MIN`] from now: a cancel from this thread then takes it
+    /// [`crate::parked::PARK_MIN`] from now: a cancel from this thread then takes it
     /// back before the driver sees it. A message it displaces is submitted.
     pub(crate) fn park(&self, message: EntryRef, look_by: u64) {
         let displaced = self.parked.park(message);
