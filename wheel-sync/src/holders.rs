@@ -421,6 +421,20 @@ mod tests {
             .join()
             .unwrap()
         });
+        // Made on a thread that has gone, cloned on a new thread (which
+        // glibc gives the gone thread's stack and thread-locals): counted
+        // on the new thread's count, not the gone one's.
+        let moved = std::thread::spawn(move || {
+            let again = moved.clone();
+            assert!(
+                !Arc::ptr_eq(&again.holder, &moved.holder),
+                "joined the count of a thread that has gone"
+            );
+            assert_eq!(holders(&again.holder), 1);
+            moved
+        })
+        .join()
+        .unwrap();
         // Made on a thread that has gone, cloned here: counted here.
         let back = moved.clone();
         assert!(Arc::ptr_eq(&back.holder, &timers.holder));
