@@ -10,16 +10,20 @@
 //! libFuzzer aborts on any panic, caught or not; the quickcheck property
 //! runs with.
 
+mod wakers;
+
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::task::{Wake, Waker};
+use std::task::Waker;
 
 use arbitrary::{Arbitrary, Unstructured};
 use wheel_core::WakerQueue;
 
 use crate::wheel_ops::Start;
+use wakers::Task;
+pub use wakers::WakerKind;
 
 /// The queue sizes the `waker_queue_ops` target picks from: one entry, a
 /// few, the near cells' count and one past it, and well past it.
@@ -129,7 +133,8 @@ impl Ticks {
     }
 }
 
-/// A whole case: where the clock starts and the calls.
+/// A whole case: where the clock starts, the tasks' kind of waker, and the
+/// calls.
 ///
 /// # Examples
 /// ```
@@ -143,6 +148,8 @@ impl Ticks {
 pub struct Case {
     /// The clock's first reading, passed to a first `next_expiration`.
     pub start: Start,
+    /// How the tasks make their wakers.
+    pub wakers: WakerKind,
     /// What to do.
     pub calls: Vec<Call>,
 }
@@ -152,6 +159,7 @@ impl Case {
     pub fn decode(u: &mut Unstructured<'_>) -> Self {
         Case {
             start: u.arbitrary().unwrap_or(Start::Zero),
+            wakers: u.arbitrary().unwrap_or(WakerKind::Std),
             calls: crate::decode_up_to(u, MAX_CALLS),
         }
     }
@@ -175,18 +183,20 @@ pub struct Reached {
 /// Returns what the run reached.
 ///
 /// # Panics
-/// On a disagreement, naming it; or a capacity not in [`CAPACITIES`]; or
-/// if std's `Arc` wakers' clones do not `will_wake` the waker they were
-/// cloned from, which the model takes as one task (miri breaks it).
+/// On a disagreement, naming it; or a capacity not in [`CAPACITIES`]; or,
+/// with [`WakerKind::Std`], if std's `Arc` wakers' clones do not
+/// `will_wake` the waker they were cloned from, which that kind takes for
+/// granted (miri breaks it).
 ///
 /// # Examples
 /// ```
-/// use wheel_model::waker_queue_ops::{run, At, Call, Case, Ticks};
+/// use wheel_model::waker_queue_ops::{run, At, Call, Case, Ticks, WakerKind};
 /// use wheel_model::wheel_ops::Start;
 ///
 /// let soon = At::Ahead(Ticks { bits: 10, value: 500 });
 /// let calls = (0..4).map(|task| Call::Schedule { task, at: soon }).collect();
-/// let reached = run(3, &Case { start: Start::Zero, calls }, false);
+/// let case = Case { start: Start::Zero, wakers: WakerKind::AnotherData, calls };
+/// let reached = run(3, &case, false);
 /// assert_eq!(reached.woken_early, 1); // the fourth task's call
 /// ```
 pub fn run(capacity: usize, case: &Case, panics: bool) -> Reached {
@@ -199,24 +209,6 @@ pub fn run(capacity: usize, case: &Case, panics: bool) -> Reached {
         24 => Runner::<24>::run(case, panics),
         64 => Runner::<64>::run(case, panics),
         other => panic!("no WakerQueue of capacity {other} here: pick from {CAPACITIES:?}"),
-    }
-}
-
-/// A task that counts its wakes, and panics on them when told to.
-#[derive(Default)]
-struct Task {
-    woken: AtomicUsize,
-    panics: AtomicBool,
-}
-
-impl Wake for Task {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.woken.fetch_add(1, Ordering::Relaxed);
-        assert!(!self.panics.load(Ordering::Relaxed), "this waker panics");
     }
 }
 
@@ -237,7 +229,7 @@ impl<const N: usize> Runner<N> {
         let tasks: Vec<Arc<Task>> = (0..N + EXTRA_TASKS).map(|_| Arc::default()).collect();
         let mut runner = Runner::<N> {
             queue: Box::new(WakerQueue::new()),
-            wakers: tasks.iter().map(|task| Waker::from(task.clone())).collect(),
+            wakers: tasks.iter().map(|task| case.wakers.waker(task)).collect(),
             seen: vec![0; tasks.len()],
             tasks,
             pending: BTreeMap::new(),
@@ -245,9 +237,11 @@ impl<const N: usize> Runner<N> {
             reached: Reached::default(),
         };
         let waker = &runner.wakers[0];
-        assert!(
+        assert_eq!(
             waker.clone().will_wake(waker),
-            "the model takes a waker and its clone as one task: here they are two"
+            case.wakers.clones_will_wake(),
+            "{:?}: a clone is not what the kind says",
+            case.wakers
         );
         assert_eq!(runner.queue.next_expiration(runner.now), u64::MAX);
         for (step, &call) in case.calls.iter().enumerate() {

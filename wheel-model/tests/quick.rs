@@ -93,12 +93,14 @@ impl Arbitrary for WakerQueueCase {
     }
 
     fn shrink(&self) -> Box<dyn Iterator<Item = Self>> {
-        let start = self.0.start;
-        Box::new(
-            shorter(&self.0.calls)
-                .into_iter()
-                .map(move |calls| WakerQueueCase(waker_queue_ops::Case { start, calls })),
-        )
+        let (start, wakers) = (self.0.start, self.0.wakers);
+        Box::new(shorter(&self.0.calls).into_iter().map(move |calls| {
+            WakerQueueCase(waker_queue_ops::Case {
+                start,
+                wakers,
+                calls,
+            })
+        }))
     }
 }
 
@@ -161,9 +163,9 @@ fn queue_matches_model() {
 /// times as long as the others' and a sixteenth as many (each runs seven
 /// times, and bursts keep up to 64 pending), so that a debug build takes
 /// about as long as for the other properties. Then the cases must have
-/// reached what they are for: a full queue at every capacity, an early
-/// wake that panics from a queue with entries past its 16 near cells, and
-/// an expiry that panics.
+/// reached what they are for: a full queue at every capacity, and past the
+/// 16 near cells with each kind of waker, an early wake that panics from a
+/// queue with entries past its near cells, and an expiry that panics.
 #[test]
 fn waker_queue_matches_model() {
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -171,15 +173,23 @@ fn waker_queue_matches_model() {
     static WOKEN_EARLY: [AtomicUsize; SIZES] = [const { AtomicUsize::new(0) }; SIZES];
     static UNWOUND_SCHEDULING_PAST_NEAR: AtomicUsize = AtomicUsize::new(0);
     static UNWOUND_EXPIRING: AtomicUsize = AtomicUsize::new(0);
+    const KINDS: usize = waker_queue_ops::WakerKind::ALL.len();
+    static FULL_BY_KIND: [AtomicUsize; KINDS] = [const { AtomicUsize::new(0) }; KINDS];
     QuickCheck::new()
         .rng(Gen::new(4 * SIZE))
         .tests(TESTS / 16)
         .max_tests(TESTS / 16)
         .quickcheck(
             (|WakerQueueCase(case)| {
+                let kind = (waker_queue_ops::WakerKind::ALL.iter())
+                    .position(|&kind| kind == case.wakers)
+                    .unwrap();
                 for (k, capacity) in waker_queue_ops::CAPACITIES.into_iter().enumerate() {
                     let reached = waker_queue_ops::run(capacity, &case, true);
                     WOKEN_EARLY[k].fetch_add(reached.woken_early, Ordering::Relaxed);
+                    if capacity > 16 {
+                        FULL_BY_KIND[kind].fetch_add(reached.woken_early, Ordering::Relaxed);
+                    }
                     if capacity > 16 {
                         UNWOUND_SCHEDULING_PAST_NEAR
                             .fetch_add(reached.unwound_scheduling, Ordering::Relaxed);
@@ -191,6 +201,10 @@ fn waker_queue_matches_model() {
     for (k, capacity) in waker_queue_ops::CAPACITIES.into_iter().enumerate() {
         let early = WOKEN_EARLY[k].load(Ordering::Relaxed);
         assert!(early > 0, "capacity {capacity}: never full");
+    }
+    for (k, kind) in waker_queue_ops::WakerKind::ALL.into_iter().enumerate() {
+        let full = FULL_BY_KIND[k].load(Ordering::Relaxed);
+        assert!(full > 0, "{kind:?}: no queue full past its near cells");
     }
     let scheduling = UNWOUND_SCHEDULING_PAST_NEAR.load(Ordering::Relaxed);
     assert!(scheduling > 0, "no early wake past the near cells unwound");

@@ -11,7 +11,7 @@ use std::path::Path;
 
 use arbitrary::Unstructured;
 use wheel_model::queue_ops::{self, QueueOp};
-use wheel_model::waker_queue_ops::{self, At, Call, Ticks};
+use wheel_model::waker_queue_ops::{self, At, Call, Ticks, WakerKind};
 use wheel_model::wheel_ops::{Case, Drive, Empty, Op, Pick, Start, Step, When};
 use wheel_model::{run_bytes, Target, FIXED_CAPACITIES, GEOMETRIES};
 
@@ -249,9 +249,17 @@ impl Encode for Call {
     }
 }
 
+impl Encode for WakerKind {
+    fn encode(&self, out: &mut Vec<u8>) {
+        let index = WakerKind::ALL.iter().position(|kind| kind == self);
+        variant(out, index.expect("every kind is listed") as u64, 3);
+    }
+}
+
 impl Encode for waker_queue_ops::Case {
     fn encode(&self, out: &mut Vec<u8>) {
         self.start.encode(out);
+        self.wakers.encode(out);
         self.calls.iter().for_each(|call| call.encode(out));
     }
 }
@@ -599,12 +607,24 @@ fn waker_queue_seeds() -> Vec<(&'static str, u8, waker_queue_ops::Case)> {
     again.push(Call::Expire {
         by: ticks(u64::MAX),
     });
+    // Each with std's wakers, and again with wakers whose clones are not
+    // the waker they came from.
     vec![
         (
             "fill-and-fire",
             5,
             waker_queue_ops::Case {
                 start: Start::Zero,
+                wakers: WakerKind::Std,
+                calls: fill.clone(),
+            },
+        ),
+        (
+            "fill-and-fire-clones-moved",
+            5,
+            waker_queue_ops::Case {
+                start: Start::Zero,
+                wakers: WakerKind::AnotherData,
                 calls: fill,
             },
         ),
@@ -613,6 +633,16 @@ fn waker_queue_seeds() -> Vec<(&'static str, u8, waker_queue_ops::Case)> {
             3,
             waker_queue_ops::Case {
                 start: Start::NearMax(40),
+                wakers: WakerKind::Std,
+                calls: again.clone(),
+            },
+        ),
+        (
+            "ask-again-near-max-another-vtable",
+            3,
+            waker_queue_ops::Case {
+                start: Start::NearMax(40),
+                wakers: WakerKind::AnotherVtable,
                 calls: again,
             },
         ),
