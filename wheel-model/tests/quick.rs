@@ -189,8 +189,6 @@ fn waker_queue_matches_model() {
                     WOKEN_EARLY[k].fetch_add(reached.woken_early, Ordering::Relaxed);
                     if capacity > 16 {
                         FULL_BY_KIND[kind].fetch_add(reached.woken_early, Ordering::Relaxed);
-                    }
-                    if capacity > 16 {
                         UNWOUND_SCHEDULING_PAST_NEAR
                             .fetch_add(reached.unwound_scheduling, Ordering::Relaxed);
                     }

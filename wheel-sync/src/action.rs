@@ -129,10 +129,10 @@ pub(crate) struct Wake(Mutex<Option<Waker>>);
 impl Wake {
     /// Stores `waker` unless the stored one already wakes the same task.
     pub(crate) fn register(&self, waker: &Waker) {
-        let mut slot = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        match &mut *slot {
+        let mut stored = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        match &mut *stored {
             Some(old) if old.will_wake(waker) => {}
-            _ => *slot = Some(waker.clone()),
+            _ => *stored = Some(waker.clone()),
         }
     }
 
@@ -145,8 +145,8 @@ impl Drop for Wake {
     fn drop(&mut self) {
         // A waker's drop is user code; the last reference may be the
         // driver's. `&mut self`: no lock to take.
-        let slot = self.0.get_mut().unwrap_or_else(|e| e.into_inner());
-        if let Some(waker) = slot.take() {
+        let stored = self.0.get_mut().unwrap_or_else(|e| e.into_inner());
+        if let Some(waker) = stored.take() {
             drop_uncounted(waker);
         }
     }

@@ -1,6 +1,6 @@
 //! The driver thread: its rounds, its sleeps and its shutdown. What it
-//! shares with producers is in `state`, its filing and firing in `fire`;
-//! the rules below are the protocol all three keep.
+//! shares with producers is in `state`, its two wheels in `wheels`, its
+//! filing and firing in `fire`; the rules below are the protocol they keep.
 //!
 //! # Ground rules
 //!
@@ -136,7 +136,7 @@ pub(crate) enum Message {
     Job(u64, Job),
 }
 
-/// The driver thread's state: the wheel and the consuming end of the queue.
+/// The driver thread's state: the wheels and the consuming end of the queue.
 pub(crate) struct Driver {
     state: Arc<ServiceState>,
     consumer: Consumer<Message>,

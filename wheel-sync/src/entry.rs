@@ -63,7 +63,7 @@ struct VTable {
 }
 
 /// The shared part of one timer: what the driver, the queue and the owner
-/// all use. It heads an allocation of an [`Timer`], whose action follows it.
+/// all use. It heads an allocation of a [`Timer`], whose action follows it.
 ///
 /// 24 bytes, so a callback entry with a two-word closure is a 40-byte
 /// allocation (a 48-byte malloc chunk). `std::sync::Arc<Entry<dyn Action>>`
@@ -82,7 +82,7 @@ pub(crate) struct Entry {
 }
 
 /// An entry and its action in one allocation. `repr(C)` puts the header
-/// first, so a pointer to an `Timer<A>` is a pointer to its `Entry`.
+/// first, so a pointer to a `Timer<A>` is a pointer to its `Entry`.
 #[repr(C)]
 struct Timer<A> {
     entry: Entry,
@@ -100,7 +100,7 @@ impl<A: Action> Timer<A> {
     /// # Safety
     /// `entry` heads a live `Timer<A>`, and [`Action::fire`]'s contract holds.
     unsafe fn fire(entry: NonNull<Entry>, firing: &mut Firing<'_>) -> bool {
-        // SAFETY: the caller promises an `Timer<A>` behind the pointer, and
+        // SAFETY: the caller promises a `Timer<A>` behind the pointer, and
         // the header is its first field (`repr(C)`); fire's contract is passed on.
         unsafe { entry.cast::<Self>().as_ref().action.fire(firing) }
     }
@@ -120,11 +120,11 @@ impl<A: Action> Timer<A> {
     }
 
     /// # Safety
-    /// `entry` heads an `Timer<A>` made by [`EntryRef::new`] whose last
+    /// `entry` heads a `Timer<A>` made by [`EntryRef::new`] whose last
     /// reference is being dropped: no other thread can reach it.
     unsafe fn free(entry: NonNull<Entry>) {
         let timer = entry.cast::<Self>();
-        // SAFETY: it was made by `EntryRef::new` as an `Timer<A>` in a block
+        // SAFETY: it was made by `EntryRef::new` as a `Timer<A>` in a block
         // from `entry_cache::take` with this type's layout, and is
         // unreachable now: ours to drop, then to give back.
         unsafe {
@@ -187,7 +187,7 @@ impl<A: Action> EntryRef<A> {
     /// The action, for its owner.
     pub(crate) fn action(&self) -> &A {
         // SAFETY: an `EntryRef<A>` with `A: Action` is only made by `new`,
-        // which allocated an `Timer<A>`; the reference keeps it alive.
+        // which allocated a `Timer<A>`; the reference keeps it alive.
         unsafe { &self.ptr.cast::<Timer<A>>().as_ref().action }
     }
 
@@ -490,10 +490,10 @@ mod tests {
         assert_eq!(size_of_val(&closure), 16);
         assert_eq!(size_of::<Entry>(), 24);
         assert_eq!(size_of::<EntryRef>(), size_of::<usize>());
-        fn inner_size<F>(_: &F) -> usize {
+        fn timer_size<F>(_: &F) -> usize {
             size_of::<Timer<Callback<F>>>()
         }
-        assert_eq!(inner_size(&closure), 40);
+        assert_eq!(timer_size(&closure), 40);
     }
 
     #[test]

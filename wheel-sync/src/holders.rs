@@ -10,8 +10,9 @@
 //!   [`ARMED`] bit. A thread adds holders only to its own count; a holder
 //!   that moved to another thread leaves from there.
 //! - A holder made from one counted on this thread (a clone made where
-//!   its original lives, as every handle and sleep is) joins that count
-//!   directly; only one made from another thread's holder looks up this
+//!   its original lives: a handle or sleep made from a clone this thread
+//!   holds) joins that count directly; one made from another thread's
+//!   holder (a service shared by reference, the global one) looks up this
 //!   thread's list.
 //! - A count belongs to the service's list and to its holders; a thread
 //!   keeps only a weak reference to its own (a strong one under loom, which
@@ -80,9 +81,10 @@ pub(crate) struct ThreadHolders {
     /// another's, nor the threads that read `service` through a handle this
     /// thread made.
     count: CachePadded<AtomicUsize>,
-    /// The number of the thread whose count this is (0, which no thread
-    /// has, for a count made during a thread's teardown).
-    thread: usize,
+    /// The number of the thread whose count this is; 0, which no thread
+    /// has, for a count listed only (made during a thread's teardown, or
+    /// by a drop that ran inside a look-up of the thread's list).
+    thread: u64,
     pub(crate) service: Arc<ServiceState>,
 }
 
@@ -110,14 +112,15 @@ loom::thread_local! {
 }
 
 /// Hands out thread numbers, from 1; a plain `std` counter even under
-/// loom, as only their being distinct matters.
-static NEXT_THREAD: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
+/// loom, as only their being distinct matters, and 64 bits wide on every
+/// target, so that no number comes round again.
+static NEXT_THREAD: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// This thread's counts, each by the address of its service.
 struct ThisThread {
     /// This thread's number, never another's (an address could be a gone
     /// thread's): what [`ThreadHolders::thread`] holds.
-    number: usize,
+    number: u64,
     counts: RefCell<Vec<(*const ServiceState, Kept)>>,
 }
 
@@ -128,11 +131,6 @@ impl ThisThread {
             counts: RefCell::new(Vec::new()),
         }
     }
-}
-
-/// This thread's number; `None` during its teardown.
-fn this_thread() -> Option<usize> {
-    THIS_THREAD.try_with(|this| this.number).ok()
 }
 
 /// What a thread keeps of its count: a weak reference, so that a thread
@@ -210,7 +208,7 @@ impl Holders {
     }
 
     /// A count for the thread `thread` (see [`ThreadHolders::thread`]), listed.
-    fn add(service: &Arc<ServiceState>, thread: usize) -> Arc<ThreadHolders> {
+    fn add(service: &Arc<ServiceState>, thread: u64) -> Arc<ThreadHolders> {
         let counted = Arc::new(ThreadHolders {
             count: CachePadded::new(AtomicUsize::new(0)),
             thread,
@@ -290,18 +288,23 @@ fn unlock_then_forget(mut threads: impl DerefMut<Target = Vec<Arc<ThreadHolders>
 impl ThreadHolders {
     /// A new holder of the service `counted` counts for, on this thread's
     /// count: `counted` itself when it is this thread's (a clone made where
-    /// its original lives), with no look-up.
+    /// its original lives), with no look-up of the thread's list.
     pub(crate) fn hold_again(counted: &Arc<Self>) -> Arc<Self> {
-        if this_thread() == Some(counted.thread) {
-            counted.join();
-            return Arc::clone(counted);
-        }
-        Self::hold(&counted.service)
+        Self::hold_from(&counted.service, Some(counted))
     }
 
     /// A new holder of `service`, counted in this thread's count.
     pub(crate) fn hold(service: &Arc<ServiceState>) -> Arc<Self> {
+        Self::hold_from(service, None)
+    }
+
+    /// A new holder of `service` on this thread's count, which is `from`
+    /// if that is this thread's, else found in (or added to) its list.
+    fn hold_from(service: &Arc<ServiceState>, from: Option<&Arc<Self>>) -> Arc<Self> {
         let found = THIS_THREAD.try_with(|this| {
+            if let Some(from) = from.filter(|from| from.thread == this.number) {
+                return Some(Arc::clone(from));
+            }
             // Not borrowed unless a drop run below makes a holder itself.
             let mut counts = this.counts.try_borrow_mut().ok()?;
             let key = Arc::as_ptr(service);
@@ -406,15 +409,15 @@ mod tests {
     fn a_clone_counts_on_the_thread_that_makes_it() {
         let timers = TimerService::builder().manual_clock().build().unwrap();
         let here = timers.clone();
-        assert!(Arc::ptr_eq(&timers.holder, &here.holder));
-        assert_eq!(holders(&timers.holder), 2);
+        assert!(Arc::ptr_eq(timers.holder(), here.holder()));
+        assert_eq!(holders(timers.holder()), 2);
         let moved = std::thread::scope(|s| {
             s.spawn(|| {
                 let there = timers.clone();
-                assert!(!Arc::ptr_eq(&timers.holder, &there.holder));
+                assert!(!Arc::ptr_eq(timers.holder(), there.holder()));
                 let again = there.clone();
-                assert!(Arc::ptr_eq(&there.holder, &again.holder));
-                assert_eq!(holders(&there.holder), 2);
+                assert!(Arc::ptr_eq(there.holder(), again.holder()));
+                assert_eq!(holders(there.holder()), 2);
                 drop(again);
                 there
             })
@@ -427,18 +430,18 @@ mod tests {
         let moved = std::thread::spawn(move || {
             let again = moved.clone();
             assert!(
-                !Arc::ptr_eq(&again.holder, &moved.holder),
+                !Arc::ptr_eq(again.holder(), moved.holder()),
                 "joined the count of a thread that has gone"
             );
-            assert_eq!(holders(&again.holder), 1);
+            assert_eq!(holders(again.holder()), 1);
             moved
         })
         .join()
         .unwrap();
         // Made on a thread that has gone, cloned here: counted here.
         let back = moved.clone();
-        assert!(Arc::ptr_eq(&back.holder, &timers.holder));
-        assert_eq!(holders(&timers.holder), 3);
-        assert_eq!(holders(&moved.holder), 1);
+        assert!(Arc::ptr_eq(back.holder(), timers.holder()));
+        assert_eq!(holders(timers.holder()), 3);
+        assert_eq!(holders(moved.holder()), 1);
     }
 }

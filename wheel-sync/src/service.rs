@@ -42,7 +42,7 @@ use crate::{
 /// .unwrap();
 /// ```
 pub struct TimerService {
-    pub(crate) holder: Arc<ThreadHolders>,
+    holder: Arc<ThreadHolders>,
 }
 
 impl Clone for TimerService {
@@ -105,6 +105,12 @@ impl TimerService {
         Self {
             holder: ThreadHolders::hold(service),
         }
+    }
+
+    /// The count this value is a holder on, for the holders' tests.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn holder(&self) -> &Arc<ThreadHolders> {
+        &self.holder
     }
 
     pub(crate) fn state(&self) -> &ServiceState {

@@ -108,10 +108,10 @@ fn a_callback_cancels_a_timer_due_at_the_same_tick() {
 
     let timers = manual();
     let (ran, won) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-    let slots: [Arc<Mutex<Option<TimerHandle>>>; 2] = Default::default();
+    let shelves: [Arc<Mutex<Option<TimerHandle>>>; 2] = Default::default();
     let handles: Vec<_> = (0..2)
         .map(|me| {
-            let (ran, won, other) = (ran.clone(), won.clone(), slots[1 - me].clone());
+            let (ran, won, other) = (ran.clone(), won.clone(), shelves[1 - me].clone());
             timers
                 .schedule(Duration::from_millis(1), move || {
                     ran.fetch_add(1, SeqCst);
@@ -123,8 +123,8 @@ fn a_callback_cancels_a_timer_due_at_the_same_tick() {
                 .unwrap()
         })
         .collect();
-    for (slot, handle) in slots.iter().zip(handles) {
-        *slot.lock().unwrap() = Some(handle);
+    for (shelf, handle) in shelves.iter().zip(handles) {
+        *shelf.lock().unwrap() = Some(handle);
     }
     timers.advance(Duration::from_millis(1)).unwrap();
     assert_eq!(

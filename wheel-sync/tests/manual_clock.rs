@@ -156,10 +156,10 @@ fn advance_from_a_callback_moves_the_clock_without_waiting_for_itself() {
     let start = timers.now();
     let result = Arc::new(Mutex::new(None));
     let later = Arc::new(AtomicUsize::new(0));
-    let (inner, slot) = (timers.clone(), result.clone());
+    let (inner, outcome) = (timers.clone(), result.clone());
     timers
         .schedule(ms(10), move || {
-            *slot.lock().unwrap() = Some(inner.advance(ms(10)));
+            *outcome.lock().unwrap() = Some(inner.advance(ms(10)));
         })
         .unwrap();
     let count = later.clone();

@@ -94,7 +94,8 @@ static CLONES_MOVED: RawWakerVTable =
 static KEPT: RawWakerVTable = RawWakerVTable::new(clone_kept, wake, wake_by_ref, drop_waker);
 
 /// The task behind a hand-made waker's data: the data pointer with its low
-/// bit cleared (a `Task` is aligned to 8, so the bit is free for the tag).
+/// bit cleared (a `Task` holds atomics, so it is aligned to at least 4 and
+/// the bit is free for the tag).
 /// Every hand-made waker holds one strong reference to its task, taken by
 /// `waker` or a clone and given back by a wake by value or a drop.
 fn task_of(data: *const ()) -> *const Task {
