@@ -7,6 +7,7 @@
 //! cargo bench -p wheel-bench --bench embassy                     # everything, about a minute
 //! cargo bench -p wheel-bench --bench embassy -- 'repoll/'         # one group
 //! cargo bench -p wheel-bench --bench embassy -- --alternate       # the two in turn, 10 s
+//! cargo bench -p wheel-bench --bench embassy -- --alternate expire  # one shape in turn
 //! ```
 //!
 //! criterion times each queue for a second or so, one after the other, so
@@ -30,6 +31,10 @@
 //!   it is woken, and the next deadline is returned. Timed in batches of
 //!   8 around `n` pending (`n + 4` to `n - 4`); each batch's tasks are then
 //!   queued again untimed.
+//! - `burst`: `next_expiration` when 8 tasks are due at once (an alarm
+//!   served late, or tasks waiting for one tick): it wakes all 8 and
+//!   returns the next deadline. `n - 4` tasks stay pending; the 8 are
+//!   queued again, untimed, before each call. Per call, not per task.
 //! - `idle`: `next_expiration` with nothing due (the driver's call after a
 //!   `schedule_wake` that asked for a re-arm).
 //! - `driver`: what an embassy time driver does per alarm, all of it timed:
@@ -256,6 +261,40 @@ impl<Q: Queue> Shape for NewTask<Q> {
         });
         *now += 1_000;
         black_box(queue.next_expiration(*now));
+        timed
+    }
+}
+
+/// `next_expiration` waking 8 tasks at once.
+struct Burst<Q> {
+    due: Vec<Waker>,
+    queue: Q,
+    now: u64,
+}
+
+impl<Q: Queue> Burst<Q> {
+    fn new(n: usize) -> Self {
+        Self {
+            due: wakers(BATCH as usize),
+            queue: filled(&wakers(n - BATCH as usize / 2)),
+            now: 0,
+        }
+    }
+}
+
+impl<Q: Queue> Shape for Burst<Q> {
+    const PER_BATCH: u64 = 1;
+    fn batch(&mut self) -> Duration {
+        let Self { due, queue, now } = self;
+        for (k, waker) in due.iter().enumerate() {
+            queue.schedule_wake(*now + 1 + (k as u64 * 383) % 1_000, waker);
+        }
+        *now += 1_000;
+        // The tasks run (the bench's run queue is the executor's).
+        let timed = measure(|| {
+            black_box(queue.next_expiration(black_box(*now)));
+        });
+        while run_next().is_some() {}
         timed
     }
 }
@@ -525,6 +564,7 @@ macro_rules! shapes {
         $each!("new_task", NewTask);
         $each!("repoll", Repoll);
         $each!("expire", Expire);
+        $each!("burst", Burst);
         $each!("idle", Idle);
         $each!("driver", Driver);
     };
@@ -535,9 +575,18 @@ fn main() {
         println!(
             "shape       n  wheel-core  embassy  ratio  (ns a call; ratio's 2nd lowest-highest of {ALTERNATE_SAMPLES})"
         );
+        // Shape names after `--alternate` pick those shapes; none, all.
+        let picked: Vec<String> = std::env::args()
+            .skip_while(|arg| arg != "--alternate")
+            .skip(1)
+            .filter(|arg| !arg.starts_with('-'))
+            .collect();
+        let runs = |name: &str| picked.is_empty() || picked.iter().any(|p| p == name);
         macro_rules! alternated {
             ($name:literal, $shape:ident) => {
-                sizes!(alternate(), $name, $shape)
+                if runs($name) {
+                    sizes!(alternate(), $name, $shape);
+                }
             };
         }
         shapes!(alternated);
