@@ -82,7 +82,8 @@ const LEVELS: usize = 11;
 /// earliest, when there are more): finding a task among them is a scan of
 /// 16 packed tags; the cell of their least deadline is kept, so firing
 /// one takes it at once and finds the next least with a scan of 16 packed
-/// deadlines, with no cascade and no index. A task in the
+/// deadlines, with no cascade and no index (several due at once take one
+/// more pass between them, not a scan each). A task in the
 /// wheel is found by a hash lookup after the tag scan. Adding one to the wheel
 /// is a wheel insert; each wheel entry is cascaded at most once per level
 /// on its way down, and firing it is O(1). Finding the wheel's exact
@@ -199,7 +200,15 @@ impl<const N: usize> WakerQueue<N> {
     /// assert!(wheel_core::WakerQueue::<4>::new().is_empty());
     /// ```
     pub fn is_empty(&self) -> bool {
-        self.near.is_empty() && self.wheel.is_empty()
+        self.near.is_empty() && self.wheel_is_empty()
+    }
+
+    /// Whether the wheel holds no entry: always, for a queue whose `N`
+    /// entries all fit the near cells (a new entry makes room first when
+    /// `N` are queued), so that the compiler drops the wheel's paths.
+    #[inline(always)]
+    fn wheel_is_empty(&self) -> bool {
+        N <= CELLS || self.wheel.is_empty()
     }
 
     /// Asks for `waker` to be woken once the clock reaches `at`. Returns
@@ -233,7 +242,7 @@ impl<const N: usize> WakerQueue<N> {
     pub fn schedule_wake(&mut self, at: u64, waker: &Waker) -> bool {
         // The common calls, kept small: a near task's deadline lowered, or
         // a new task into a vacant cell while the wheel holds none.
-        if !self.stale && self.wheel.is_empty() {
+        if !self.stale && self.wheel_is_empty() {
             let tag = tag(waker);
             let before = self.earliest;
             if let Some(cell) = self.near.find(tag, waker) {
@@ -364,12 +373,10 @@ impl<const N: usize> WakerQueue<N> {
         self.stale = true;
         // Most calls at many tasks fire wheel entries only: the near cells'
         // kept least says at once that none of theirs is due.
-        while let Some(waker) = self.near.pop_due(now) {
-            waker.wake();
-        }
+        self.near.fire_due(now, Waker::wake);
         // An empty wheel's clock may lag: it only files later deadlines a
         // level higher.
-        let wheel_least = if self.wheel.is_empty() {
+        let wheel_least = if self.wheel_is_empty() {
             u64::MAX
         } else {
             self.expire_wheel(now)
@@ -585,12 +592,12 @@ impl<const N: usize> WakerQueue<N> {
     /// The wheel index of the task `waker` (hash `hash`) belongs to, if
     /// it is in the wheel.
     fn find(&self, hash: u32, waker: &Waker) -> Option<u32> {
-        let wheel = &self.wheel;
-        if wheel.is_empty() {
+        if self.wheel_is_empty() {
             return None;
         }
-        self.index
-            .find(Index::<N>::home(hash), waker, |index| wheel.value_at(index))
+        self.index.find(Index::<N>::home(hash), waker, |index| {
+            self.wheel.value_at(index)
+        })
     }
 
     /// Removes wheel index `index`, whose waker has hash `hash`, from the

@@ -185,30 +185,45 @@ fn a_full_queue_with_one_deadline_keeps_it() {
     assert_eq!(woken(&tasks), [1; 9]);
 }
 
-#[test]
-fn a_waker_that_panics_leaves_a_consistent_queue_and_the_rest_pending() {
-    let mut tasks: Vec<Arc<Task>> = (0..6).map(|_| Arc::new(Task::default())).collect();
-    tasks[2] = Arc::new(Task {
+/// Tasks queued at `deadlines` (in that order), all due by 10, and the one
+/// at `panics` panics when woken: the call unwinds with the queue
+/// consistent, and the next call wakes the rest.
+fn a_waker_that_panics_leaves(deadlines: &[u64], panics: usize) {
+    let mut tasks: Vec<Arc<Task>> = deadlines.iter().map(|_| Arc::default()).collect();
+    tasks[panics] = Arc::new(Task {
         panics: true,
         ..Task::default()
     });
     let wakers: Vec<Waker> = tasks.iter().map(|t| Waker::from(t.clone())).collect();
     let mut queue: WakerQueue<8> = WakerQueue::new();
-    for waker in &wakers {
-        queue.schedule_wake(10, waker);
+    for (waker, &at) in wakers.iter().zip(deadlines) {
+        queue.schedule_wake(at, waker);
     }
     let unwound = catch_unwind(AssertUnwindSafe(|| queue.next_expiration(10)));
     assert!(unwound.is_err(), "the panic reaches the caller");
     queue.validate();
     let after_panic = woken(&tasks);
-    assert_eq!(after_panic[2], 1);
+    assert_eq!(after_panic[panics], 1);
     assert!(after_panic.iter().all(|&w| w <= 1), "{after_panic:?}");
     assert_eq!(queue.len(), after_panic.iter().filter(|&&w| w == 0).count());
     // The next call wakes the rest; the one that panicked is gone.
     assert_eq!(queue.next_expiration(10), u64::MAX);
-    assert_eq!(woken(&tasks), [1; 6]);
+    assert_eq!(woken(&tasks), vec![1; deadlines.len()]);
     assert!(queue.schedule_wake(20, &wakers[0]), "usable again");
     queue.validate();
+}
+
+#[test]
+fn a_waker_that_panics_leaves_a_consistent_queue_and_the_rest_pending() {
+    a_waker_that_panics_leaves(&[10; 6], 2);
+}
+
+/// Several due at once are fired with one scan, the earliest of them last:
+/// a panic among the others leaves that earliest held and the least exact.
+#[test]
+fn a_waker_that_panics_among_many_due_leaves_the_least_exact() {
+    a_waker_that_panics_leaves(&[5, 9, 3, 7, 8, 6], 3);
+    a_waker_that_panics_leaves(&[5, 9, 3, 7, 8, 6], 0);
 }
 
 /// The vtable of a waker whose clone panics; its other calls do nothing.
