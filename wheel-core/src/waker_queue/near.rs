@@ -125,8 +125,9 @@ impl Near {
         *at = deadline;
         // The cell is vacant (its bit is clear), so nothing is dropped.
         core::mem::forget(held.replace(waker));
-        let shift = 8 * (cell % 8);
-        *tags = (*tags & !(0xff << shift)) | u64::from(tag) << shift;
+        // A vacant cell's tag is all ones: clearing the bits `tag` lacks
+        // writes it.
+        *tags &= !(u64::from(VACANT_TAG ^ tag) << (8 * (cell % 8)));
         self.taken |= 1 << cell;
         self.lower_least(cell, deadline);
         Ok(cell)
