@@ -44,6 +44,9 @@
 //!   `next_expiration` again whenever `schedule_wake` says the alarm must
 //!   move: on every new entry for embassy's queue, only when the earliest
 //!   deadline moved for `WakerQueue`. Per alarm, `n` always pending.
+//! - `ticker`: `driver` with tasks that each wait one period, `n × 97`
+//!   ticks (embassy's `Ticker`), from random phases: every wait is later
+//!   than the pending deadlines.
 //!
 //! The tasks' wakers are of the kind embassy's executor makes (a task's
 //! address; clone and drop do nothing, a wake queues the task to run,
@@ -430,6 +433,9 @@ struct Driver<Q> {
     alarm: u64,
     span: u64,
     state: u64,
+    /// Every wait, for a task that waits one period (`ticker`); else
+    /// 1 to `span` ticks at random.
+    period: Option<u64>,
 }
 
 impl<Q: Queue> Driver<Q> {
@@ -445,6 +451,7 @@ impl<Q: Queue> Driver<Q> {
             alarm: 0,
             span: 2 * n as u64 * Self::STEP,
             state: 0x9e37_79b9_7f4a_7c15,
+            period: None,
         };
         for task in 0..n {
             let at = driver.delay();
@@ -455,8 +462,11 @@ impl<Q: Queue> Driver<Q> {
     }
 
     /// 1 to `span` ticks: xorshift64, scaled by a multiply (a division
-    /// would time the bench).
+    /// would time the bench); or the period.
     fn delay(&mut self) -> u64 {
+        if let Some(period) = self.period {
+            return period;
+        }
         self.state ^= self.state << 13;
         self.state ^= self.state >> 7;
         self.state ^= self.state << 17;
@@ -483,6 +493,26 @@ impl<Q: Queue> Shape for Driver<Q> {
                 }
             }
         })
+    }
+}
+
+/// The driver's work per alarm for tasks that each wait one period, `n`
+/// × 97 ticks (embassy's `Ticker`), started at random phases: each wait
+/// is later than every pending deadline.
+struct Ticker<Q>(Driver<Q>);
+
+impl<Q: Queue> Ticker<Q> {
+    fn new(n: usize) -> Self {
+        let mut driver = Driver::new(n);
+        driver.period = Some(n as u64 * Driver::<Q>::STEP);
+        Self(driver)
+    }
+}
+
+impl<Q: Queue> Shape for Ticker<Q> {
+    const PER_BATCH: u64 = BATCH;
+    fn batch(&mut self) -> Duration {
+        self.0.batch()
     }
 }
 
@@ -567,6 +597,7 @@ macro_rules! shapes {
         $each!("burst", Burst);
         $each!("idle", Idle);
         $each!("driver", Driver);
+        $each!("ticker", Ticker);
     };
 }
 
