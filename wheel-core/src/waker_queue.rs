@@ -72,7 +72,7 @@ const LEVELS: usize = 11;
 /// `static` behind the driver's critical section.
 ///
 /// **Memory:** per queue, the wheel's tables, 16 near cells and the rest,
-/// 3 288 bytes on a 32-bit target and 3 440 on a 64-bit one; per entry, 36
+/// 3 296 bytes on a 32-bit target and 3 448 on a 64-bit one; per entry, 36
 /// and 48 bytes (the deadline and two links, the waker with a generation,
 /// and two index positions); one pointer less per queue without the
 /// `alloc` feature. `tests/memory.rs` pins these figures on the host and
@@ -486,8 +486,7 @@ impl<const N: usize> WakerQueue<N> {
     /// line, so that the common calls stay small.
     #[inline(never)]
     fn file_past_near(&mut self, at: u64, waker: Waker) -> Option<Waker> {
-        let latest = self.near.latest().filter(|&(_, latest)| at < latest);
-        let Some((cell, latest)) = latest else {
+        let Some((cell, latest)) = self.near.latest_after(at) else {
             return self.file_in_wheel(at, waker);
         };
         // The latest near entry makes way: it moves to the wheel.

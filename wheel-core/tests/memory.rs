@@ -79,8 +79,8 @@ fn a_fixed_wheel_takes_what_its_docs_say() {
 #[test]
 fn a_waker_queue_takes_what_its_docs_say() {
     // The near cells (a deadline, a waker and a tag byte each, 16 of
-    // them, their least deadline, a word of taken bits and the least's
-    // cell), the wheel (64 x 11), the index (8 bytes a task), the earliest
+    // them, their least and latest bound deadlines, a word of taken bits
+    // and the least's cell), the wheel (64 x 11), the index (8 bytes a task), the earliest
     // deadline, the staleness flag and the walked slot.
     for (n, size) in [
         (1, size_of::<WakerQueue<1>>()),
@@ -89,7 +89,7 @@ fn a_waker_queue_takes_what_its_docs_say() {
     ] {
         let wheel = fixed_wheel::<Waker, 0, 64, 11>() + n * (16 + entry::<Waker>());
         let index = n * 8;
-        let near = round_up(16 * (8 + size_of::<Option<Waker>>() + 1) + 8 + 4 + 1, A);
+        let near = round_up(16 * (8 + size_of::<Option<Waker>>() + 1) + 8 + 8 + 4 + 1, A);
         assert_eq!(
             size,
             round_up(near + wheel + index + 8 + 1 + 24 + A, A),

@@ -67,6 +67,10 @@ pub(super) struct Near {
     least_cell: u8,
     /// Bit `c` is set while cell `c` holds an entry.
     taken: u32,
+    /// At least the latest deadline held: exact after a scan for it, then
+    /// raised by every entry filed, so that a new entry later than it
+    /// (a task waiting again, most often) goes past the cells unscanned.
+    latest_bound: u64,
 }
 
 impl Near {
@@ -77,6 +81,7 @@ impl Near {
         least: u64::MAX,
         least_cell: 0,
         taken: 0,
+        latest_bound: 0,
     };
 
     /// How many cells hold an entry.
@@ -130,6 +135,7 @@ impl Near {
         *tags &= !(u64::from(VACANT_TAG ^ tag) << (8 * (cell % 8)));
         self.taken |= 1 << cell;
         self.lower_least(cell, deadline);
+        self.latest_bound = self.latest_bound.max(deadline);
         Ok(cell)
     }
 
@@ -265,6 +271,18 @@ impl Near {
         self.least
     }
 
+    /// A cell holding the latest deadline and that deadline, if it is later
+    /// than `at`: without a scan when `at` is at or past every deadline
+    /// filed since the last one.
+    pub(super) fn latest_after(&mut self, at: u64) -> Option<(usize, u64)> {
+        if at >= self.latest_bound {
+            return None;
+        }
+        let latest = self.latest();
+        self.latest_bound = latest.map_or(0, |(_, deadline)| deadline);
+        latest.filter(|&(_, deadline)| at < deadline)
+    }
+
     /// A cell holding the latest deadline, and that deadline.
     pub(super) fn latest(&self) -> Option<(usize, u64)> {
         if self.taken == 0 {
@@ -339,6 +357,15 @@ impl Near {
         assert_eq!(self.taken & !ALL, 0, "cells past {CELLS} taken");
         let least = self.deadlines.iter().copied().min().unwrap_or(u64::MAX);
         assert_eq!(self.least, least, "kept least");
+        for cell in 0..CELLS {
+            if self.waker(cell).is_some() {
+                assert!(
+                    self.deadline(cell) <= self.latest_bound,
+                    "cell {cell} is past the latest bound {}",
+                    self.latest_bound
+                );
+            }
+        }
         if least < u64::MAX {
             assert_eq!(
                 self.deadline(usize::from(self.least_cell)),
