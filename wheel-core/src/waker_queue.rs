@@ -72,11 +72,13 @@ const LEVELS: usize = 11;
 /// `static` behind the driver's critical section.
 ///
 /// **Memory:** per queue, the wheel's tables, 16 near cells and the rest,
-/// 3 296 bytes on a 32-bit target and 3 448 on a 64-bit one; per entry, 36
+/// 3 308 bytes on a 32-bit ARM core (Cortex-M), 3 296 on i686 (where a
+/// `u64` is aligned to 4) and 3 448 on a 64-bit target; per entry, 36, 36
 /// and 48 bytes (the deadline and two links, the waker with a generation,
-/// and two index positions); one pointer less per queue without the
+/// and two index positions); the total rounded up to a `u64`'s alignment,
+/// and on i686 and 64-bit targets one pointer less per queue without the
 /// `alloc` feature. `tests/memory.rs` pins these figures on the host and
-/// on i686.
+/// on i686, and `ci/qemu.sh` on a Cortex-M4.
 ///
 /// **Cost:** up to 16 entries are held flat beside the wheel (mostly the
 /// earliest, when there are more): finding a task among them is a scan of
@@ -205,7 +207,8 @@ impl<const N: usize> WakerQueue<N> {
 
     /// Whether the wheel holds no entry: always, for a queue whose `N`
     /// entries all fit the near cells (a new entry makes room first when
-    /// `N` are queued), so that the compiler drops the wheel's paths.
+    /// `N` are queued), so that the compiler drops the wheel from the
+    /// common calls of such a queue. `file_in_wheel` checks it in tests.
     #[inline(always)]
     fn wheel_is_empty(&self) -> bool {
         N <= CELLS || self.wheel.is_empty()
@@ -503,6 +506,7 @@ impl<const N: usize> WakerQueue<N> {
     /// waker it keeps, which is what taking it out hashes; hands the waker
     /// back if the wheel is full.
     fn file_in_wheel(&mut self, at: u64, waker: Waker) -> Option<Waker> {
+        debug_assert!(N > CELLS, "a queue of {N} filed past its near cells");
         let home = Index::<N>::home(hash(&waker));
         match self.wheel.try_insert(at, waker) {
             Ok(id) => {
@@ -555,7 +559,7 @@ impl<const N: usize> WakerQueue<N> {
     /// near entry if the wheel holds none; returns its waker to wake.
     #[inline(never)]
     fn make_room(&mut self) -> Option<Waker> {
-        if self.wheel.is_empty() {
+        if self.wheel_is_empty() {
             let (cell, deadline) = self.near.latest()?;
             let waker = self.near.take_one(cell)?;
             // The latest is the earliest only if every entry has its deadline.

@@ -218,12 +218,36 @@ fn a_waker_that_panics_leaves_a_consistent_queue_and_the_rest_pending() {
     a_waker_that_panics_leaves(&[10; 6], 2);
 }
 
-/// Several due at once are fired with one scan, the earliest of them last:
-/// a panic among the others leaves that earliest held and the least exact.
+/// Several due at once: the earliest is fired first, then one pass finds
+/// the rest, which leave before the earliest of them: a panic at any of
+/// them leaves the least exact.
 #[test]
 fn a_waker_that_panics_among_many_due_leaves_the_least_exact() {
-    a_waker_that_panics_leaves(&[5, 9, 3, 7, 8, 6], 3);
-    a_waker_that_panics_leaves(&[5, 9, 3, 7, 8, 6], 0);
+    // The earliest (3), one of the rest (7), and the earliest of the rest (5).
+    for panics in [2, 3, 0] {
+        a_waker_that_panics_leaves(&[5, 9, 3, 7, 8, 6], panics);
+    }
+}
+
+/// Entries at `u64::MAX` are due only at `u64::MAX`, and then all of them,
+/// in a near set and past it.
+#[test]
+fn every_task_at_u64_max_is_woken_at_u64_max() {
+    for n in [3, 20] {
+        let (tasks, wakers) = tasks(n);
+        let mut queue: WakerQueue<24> = WakerQueue::new();
+        for waker in &wakers {
+            queue.schedule_wake(u64::MAX, waker);
+        }
+        queue.schedule_wake(7, &wakers[0]);
+        assert_eq!(queue.next_expiration(7), u64::MAX);
+        assert_eq!(queue.next_expiration(u64::MAX - 1), u64::MAX);
+        assert_eq!(woken(&tasks).iter().sum::<usize>(), 1);
+        assert_eq!(queue.next_expiration(u64::MAX), u64::MAX);
+        assert!(queue.is_empty(), "{n} tasks");
+        assert_eq!(woken(&tasks), vec![1; n]);
+        queue.validate();
+    }
 }
 
 /// The vtable of a waker whose clone panics; its other calls do nothing.

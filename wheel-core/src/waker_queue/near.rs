@@ -151,11 +151,13 @@ impl Near {
         self.deadlines.get(cell).copied().unwrap_or(u64::MAX)
     }
 
-    /// Moves the entry in the taken cell `cell` to `deadline`.
+    /// Moves the entry in the taken cell `cell` to `deadline`, earlier than
+    /// its own (the latest bound then stays above it).
     #[inline]
     pub(super) fn set_deadline(&mut self, cell: usize, deadline: u64) {
         if self.taken & (1 << cell) != 0 {
             if let Some(at) = self.deadlines.get_mut(cell) {
+                debug_assert!(deadline <= *at, "a near deadline only comes earlier");
                 *at = deadline;
                 self.lower_least(cell, deadline);
             }
@@ -207,17 +209,12 @@ impl Near {
         if self.least > now {
             return;
         }
-        // Every entry holds `u64::MAX` when the least is that (`now` is
-        // too), and an entry filed at `u64::MAX` did not move the kept
-        // cell: any taken cell is due.
-        let first = if self.least == u64::MAX {
-            self.taken.trailing_zeros() as usize
-        } else {
-            usize::from(self.least_cell)
-        };
         // Most often only the earliest is due: it is the kept cell, and
-        // the scan after taking it finds the next least.
-        let waker = self.take(first);
+        // the scan after taking it finds the next least. (When the least
+        // is `u64::MAX`, so is `now`, and the kept cell may be vacant: an
+        // entry filed at `u64::MAX` does not move it. Then nothing is
+        // taken here, and the pass below takes every taken cell.)
+        let waker = self.take(usize::from(self.least_cell));
         self.find_least();
         if let Some(waker) = waker {
             wake(waker);
@@ -259,7 +256,8 @@ impl Near {
     /// much as a tenth of its time.
     #[inline(always)]
     fn find_least(&mut self) {
-        // All vacant or at `u64::MAX`: `fire_due` then takes any taken cell.
+        // All vacant or at `u64::MAX`: cell 0, which `fire_due` may find
+        // vacant.
         let (least, cell) = self.least_by(0, |_, deadline| deadline);
         self.least = least;
         self.least_cell = cell as u8;
@@ -272,8 +270,8 @@ impl Near {
     }
 
     /// A cell holding the latest deadline and that deadline, if it is later
-    /// than `at`: without a scan when `at` is at or past every deadline
-    /// filed since the last one.
+    /// than `at`: without a scan when `at` is at or past the latest found by
+    /// the last scan and every deadline filed since.
     pub(super) fn latest_after(&mut self, at: u64) -> Option<(usize, u64)> {
         if at >= self.latest_bound {
             return None;
