@@ -139,7 +139,8 @@ pub type Wheel<T, const SLOTS: usize = 64, const LEVELS: usize = 11> =
 ///
 /// - per wheel: `LEVELS × (8 + 4 × SLOTS)` for the level tables (a word
 ///   of occupied bits and one 4-byte list head a slot), plus 72 bytes on a
-///   64-bit target and 56 on a 32-bit one (the clock, the word of occupied
+///   64-bit target, 64 on a 32-bit ARM core (Cortex-M) and 56 on i686,
+///   whose `u64` is aligned to 4 (the clock, the word of occupied
 ///   levels, the due list, the due cursor, the staging pointer, the slab's
 ///   counts and padding; one pointer less without the `alloc` feature);
 /// - per timer: `16 + E`: the deadline and two links, then the entry,
@@ -152,14 +153,16 @@ pub type Wheel<T, const SLOTS: usize = 64, const LEVELS: usize = 11> =
 /// | 64 slots × 11 levels | per wheel | per `u32` timer | per `u64` timer | per `Waker` |
 /// |----------------------|-----------|-----------------|-----------------|-------------|
 /// | 64-bit target        | 2 976 B   | 28 B            | 32 B            | 40 B        |
-/// | 32-bit target        | 2 960 B   | 28 B            | 32 B            | 28 B        |
+/// | Cortex-M (32-bit)    | 2 968 B   | 28 B            | 32 B            | 28 B        |
+/// | i686                 | 2 960 B   | 28 B            | 32 B            | 28 B        |
 ///
 /// A smaller geometry shrinks the tables: 8 slots × 22 levels take 880 B
 /// instead of 2 904 B. A growable [`Wheel`] keeps four lists a slot (its
 /// cascades walk them in lockstep, so that cache misses overlap); a fixed
 /// wheel keeps one, as it is small enough to stay in cache or runs on a
 /// core without one: a quarter of the tables, and fewer lists to look at.
-/// `tests/memory.rs` pins these figures on the host and on i686.
+/// `tests/memory.rs` pins these figures on the host and on i686, and
+/// `ci/qemu.sh` on a Cortex-M4.
 ///
 /// # Examples
 /// ```

@@ -79,9 +79,10 @@ fn a_fixed_wheel_takes_what_its_docs_say() {
 #[test]
 fn a_waker_queue_takes_what_its_docs_say() {
     // The near cells (a deadline, a waker and a tag byte each, 16 of
-    // them, their least and latest bound deadlines, a word of taken bits
-    // and the least's cell), the wheel (64 x 11), the index (8 bytes a task), the earliest
-    // deadline, the staleness flag and the walked slot.
+    // them, their least and latest bound deadlines, a word of taken
+    // bits and the least's cell), the wheel (64 x 11), the index (8
+    // bytes a task), the earliest deadline, the staleness flag and the
+    // walked slot.
     for (n, size) in [
         (1, size_of::<WakerQueue<1>>()),
         (8, size_of::<WakerQueue<8>>()),

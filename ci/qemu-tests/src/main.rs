@@ -7,6 +7,7 @@
 #![no_main]
 
 mod queue;
+mod sizes;
 mod wheel;
 
 use core::panic::PanicInfo;
@@ -51,7 +52,7 @@ macro_rules! check_eq {
 #[entry]
 fn main() -> ! {
     let (mut passed, mut failed) = (0u32, 0u32);
-    for (name, test) in wheel::TESTS.iter().chain(queue::TESTS) {
+    for (name, test) in wheel::TESTS.iter().chain(queue::TESTS).chain(sizes::TESTS) {
         match test() {
             Ok(()) => {
                 passed += 1;
