@@ -45,7 +45,8 @@
 //!   move: on every new entry for embassy's queue, only when the earliest
 //!   deadline moved for `WakerQueue`. Per alarm, `n` always pending.
 //! - `ticker`: `driver` with tasks that each wait one period, `n × 97`
-//!   ticks (embassy's `Ticker`), from random phases: every wait is later
+//!   ticks (embassy's `Ticker`), from random phases: once the first
+//!   deadlines (spread over two periods) have passed, every wait is later
 //!   than the pending deadlines.
 //!
 //! The tasks' wakers are of the kind embassy's executor makes (a task's
@@ -497,8 +498,8 @@ impl<Q: Queue> Shape for Driver<Q> {
 }
 
 /// The driver's work per alarm for tasks that each wait one period, `n`
-/// × 97 ticks (embassy's `Ticker`), started at random phases: each wait
-/// is later than every pending deadline.
+/// × 97 ticks (embassy's `Ticker`), started at random phases: once the
+/// first deadlines have passed, each wait is later than every pending one.
 struct Ticker<Q>(Driver<Q>);
 
 impl<Q: Queue> Ticker<Q> {
@@ -613,6 +614,17 @@ fn main() {
             .filter(|arg| !arg.starts_with('-'))
             .collect();
         let runs = |name: &str| picked.is_empty() || picked.iter().any(|p| p == name);
+        let mut known = Vec::new();
+        macro_rules! named {
+            ($name:literal, $shape:ident) => {
+                known.push($name)
+            };
+        }
+        shapes!(named);
+        if let Some(unknown) = picked.iter().find(|p| !known.contains(&p.as_str())) {
+            eprintln!("no shape named {unknown}; the shapes: {}", known.join(", "));
+            std::process::exit(2);
+        }
         macro_rules! alternated {
             ($name:literal, $shape:ident) => {
                 if runs($name) {
