@@ -235,14 +235,23 @@ trait Shape {
     }
 }
 
-/// `schedule_wake` for tasks not queued, earlier than the pending ones.
-struct NewTask<Q> {
+/// A wave of 8 tasks not queued, around `n` pending: each batch files
+/// them (`schedule_wake`, deadlines spread over 1 000 ticks before the
+/// pending ones), then fires them together (one `next_expiration`), and
+/// the woken tasks run. `FIRE` says which half is timed: the filing
+/// (`new_task`, 8 calls) or the firing (`burst`, 1 call).
+struct Wave<Q, const FIRE: bool> {
     fresh: Vec<Waker>,
     queue: Q,
     now: u64,
 }
 
-impl<Q: Queue> NewTask<Q> {
+/// `schedule_wake` for tasks not queued, earlier than the pending ones.
+type NewTask<Q> = Wave<Q, false>;
+/// `next_expiration` waking 8 tasks at once.
+type Burst<Q> = Wave<Q, true>;
+
+impl<Q: Queue, const FIRE: bool> Wave<Q, FIRE> {
     fn new(n: usize) -> Self {
         Self {
             fresh: wakers(BATCH as usize),
@@ -252,11 +261,11 @@ impl<Q: Queue> NewTask<Q> {
     }
 }
 
-impl<Q: Queue> Shape for NewTask<Q> {
-    const PER_BATCH: u64 = BATCH;
+impl<Q: Queue, const FIRE: bool> Shape for Wave<Q, FIRE> {
+    const PER_BATCH: u64 = if FIRE { 1 } else { BATCH };
     fn batch(&mut self) -> Duration {
         let Self { fresh, queue, now } = self;
-        let timed = measure(|| {
+        let filing = measure(|| {
             for (k, waker) in fresh.iter().enumerate() {
                 // Spread over 1 000 ticks, all before the pending ones.
                 let at = *now + 1 + (k as u64 * 383) % 1_000;
@@ -264,42 +273,16 @@ impl<Q: Queue> Shape for NewTask<Q> {
             }
         });
         *now += 1_000;
-        black_box(queue.next_expiration(*now));
-        timed
-    }
-}
-
-/// `next_expiration` waking 8 tasks at once.
-struct Burst<Q> {
-    due: Vec<Waker>,
-    queue: Q,
-    now: u64,
-}
-
-impl<Q: Queue> Burst<Q> {
-    fn new(n: usize) -> Self {
-        Self {
-            due: wakers(BATCH as usize),
-            queue: filled(&wakers(n - BATCH as usize / 2)),
-            now: 0,
-        }
-    }
-}
-
-impl<Q: Queue> Shape for Burst<Q> {
-    const PER_BATCH: u64 = 1;
-    fn batch(&mut self) -> Duration {
-        let Self { due, queue, now } = self;
-        for (k, waker) in due.iter().enumerate() {
-            queue.schedule_wake(*now + 1 + (k as u64 * 383) % 1_000, waker);
-        }
-        *now += 1_000;
-        // The tasks run (the bench's run queue is the executor's).
-        let timed = measure(|| {
+        let firing = measure(|| {
             black_box(queue.next_expiration(black_box(*now)));
         });
+        // The tasks run (the bench's run queue is the executor's).
         while run_next().is_some() {}
-        timed
+        if FIRE {
+            firing
+        } else {
+            filing
+        }
     }
 }
 
