@@ -42,7 +42,7 @@ use core::task::Waker;
 use crate::slab::NIL;
 use crate::wheel::Earliest;
 use crate::FixedWheel;
-use index::{hash, Index, VACANT};
+use index::{hash, Index};
 use near::{tag, Near, CELLS};
 
 /// Slots per level of the wheel inside: with 64 slots × 11 levels (2.9 KiB
@@ -75,10 +75,10 @@ const LEVELS: usize = 11;
 /// 3 308 bytes on a 32-bit ARM core (Cortex-M), 3 296 on i686 (where a
 /// `u64` is aligned to 4) and 3 448 on a 64-bit target; per entry, 36, 36
 /// and 48 bytes (the deadline and two links, the waker with a generation,
-/// and two index positions); the total rounded up to a `u64`'s alignment,
-/// and on i686 and 64-bit targets one pointer less per queue without the
-/// `alloc` feature. `tests/memory.rs` pins these figures on the host and
-/// on i686, and `ci/qemu.sh` on a Cortex-M4.
+/// and the index's bucket and chain link); the total rounded up to a
+/// `u64`'s alignment, and on i686 and 64-bit targets one pointer less per
+/// queue without the `alloc` feature. `tests/memory.rs` pins these
+/// figures on the host and on i686, and `ci/qemu.sh` on a Cortex-M4.
 ///
 /// **Cost:** up to 16 entries are held flat beside the wheel (mostly the
 /// earliest, when there are more): finding a task among them is a scan of
@@ -406,10 +406,10 @@ impl<const N: usize> WakerQueue<N> {
         self.wheel_earliest()
     }
 
-    /// Checks the invariants: every entry is indexed once, from where its
-    /// probe sequence reaches it, the index holds nothing else, the near
-    /// cells are what they claim, and the earliest deadline and the walked
-    /// slot's minimum are what they claim. O(N); for tests.
+    /// Checks the invariants: every entry is indexed once, in its own
+    /// bucket, the index holds nothing else, the near cells are what they
+    /// claim, and the earliest deadline and the walked slot's minimum are
+    /// what they claim. O(N); for tests.
     ///
     /// # Panics
     /// If an invariant is broken, naming it.
@@ -423,25 +423,24 @@ impl<const N: usize> WakerQueue<N> {
     pub fn validate(&self) {
         self.wheel.validate();
         self.near.validate(tag);
-        let mut indexed = 0;
-        for position in 0..Index::<N>::POSITIONS {
-            let index = self.index.at(position);
-            if index == VACANT {
-                continue;
-            }
-            indexed += 1;
+        let indexed = self.index.each(|bucket, index| {
             let waker = self.wheel.value_at(index);
-            let waker = waker.unwrap_or_else(|| panic!("position {position} holds vacant {index}"));
+            let waker = waker.unwrap_or_else(|| panic!("bucket {bucket} holds vacant {index}"));
+            assert_eq!(
+                Index::<N>::home(hash(waker)),
+                bucket,
+                "entry {index} is chained in another bucket than its own"
+            );
             assert_eq!(
                 self.find(hash(waker), waker),
                 Some(index),
-                "entry {index} at position {position} is not found from its home"
+                "entry {index} is not found from its bucket"
             );
             assert!(
                 self.near.find(tag(waker), waker).is_none(),
                 "entry {index}'s task is near too"
             );
-        }
+        });
         assert_eq!(indexed, self.wheel.len(), "index holds {indexed} entries");
         let least_in = |range: core::ops::RangeInclusive<u64>| {
             (0..N as u32)
@@ -606,9 +605,7 @@ impl<const N: usize> WakerQueue<N> {
     /// Removes wheel index `index`, whose waker has hash `hash`, from the
     /// index.
     fn forget(&mut self, hash: u32, index: u32) {
-        let wheel = &self.wheel;
-        self.index
-            .forget(Index::<N>::home(hash), index, |index| wheel.value_at(index));
+        self.index.forget(Index::<N>::home(hash), index);
     }
 }
 

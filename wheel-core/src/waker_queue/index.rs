@@ -1,14 +1,17 @@
 //! The task index of a [`WakerQueue`](super::WakerQueue)'s wheel: from a
-//! waker to the wheel index of its task's entry, by open addressing.
+//! waker to the wheel index of its task's entry, by separate chaining.
 //!
-//! It has `2N` positions for `N` entries, so it is at most half full and
-//! probes are short; removal shifts later positions back (no tombstones),
-//! so no probe sequence is ever broken. A lookup compares the stored waker
-//! with [`will_wake`](Waker::will_wake).
+//! It has one bucket per entry, each the head of a chain of wheel indexes
+//! linked through a table beside the wheel's (`chain[index]`), so that
+//! filing is a push onto its bucket and forgetting an entry unlinks it
+//! from its own bucket's chain: neither reads any waker. (Open addressing
+//! in the same eight bytes an entry, twice the entries' positions, had to
+//! hash the wakers after a removed one to shift them back.) A lookup
+//! compares the chained wakers with [`will_wake`](Waker::will_wake).
 
 use core::task::Waker;
 
-/// An index position that holds no entry.
+/// No entry: an empty bucket, or the end of a chain.
 pub(super) const VACANT: u32 = u32::MAX;
 
 /// A waker's hash: of its data pointer, which wakers that
@@ -18,8 +21,9 @@ pub(super) const VACANT: u32 = u32::MAX;
 /// promoted constant the compiler need not merge, and miri never does),
 /// and looked up by the hash of the caller's, which finds only wakers that
 /// will_wake it (and, for a caller's waker that does not will_wake its own
-/// clone, by the hash of that clone). Tasks that share a data pointer but not a vtable share a home:
-/// correct, as `will_wake` decides, but their lookups probe further.
+/// clone, by the hash of that clone). Tasks that share a data pointer but
+/// not a vtable share a bucket: correct, as `will_wake` decides, but their
+/// lookups walk further.
 #[inline]
 pub(super) fn hash(waker: &Waker) -> u32 {
     let data = waker.data().addr() as u64;
@@ -28,128 +32,111 @@ pub(super) fn hash(waker: &Waker) -> u32 {
     (data.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as u32
 }
 
-/// `2N` positions, each a wheel index or [`VACANT`].
+/// `N` buckets and a chain link per wheel index, each a wheel index or
+/// [`VACANT`].
 pub(super) struct Index<const N: usize> {
-    /// Pairs, as `[u32; 2 * N]` is not a stable type.
-    positions: [[u32; 2]; N],
+    /// Per bucket, the first wheel index of its chain.
+    buckets: [u32; N],
+    /// Per wheel index, the next one in its bucket's chain (any value for
+    /// an index not indexed).
+    chain: [u32; N],
 }
 
 impl<const N: usize> Index<N> {
-    /// Index positions: twice the entries.
-    pub(super) const POSITIONS: usize = 2 * N;
-
     pub(super) const EMPTY: Self = Self {
-        positions: [[VACANT; 2]; N],
+        buckets: [VACANT; N],
+        chain: [VACANT; N],
     };
 
-    /// The position the probe sequence of a waker with hash `hash` starts
-    /// at: the hash scaled to the positions, so its high bits choose.
+    /// The bucket of a waker with hash `hash`: the hash scaled to the
+    /// buckets, so its high bits choose.
     pub(super) fn home(hash: u32) -> usize {
-        ((u64::from(hash) * Self::POSITIONS as u64) >> 32) as usize
+        ((u64::from(hash) * N as u64) >> 32) as usize
     }
 
-    /// The position after `position`, wrapping.
-    fn next(position: usize) -> usize {
-        if position + 1 == Self::POSITIONS {
-            0
-        } else {
-            position + 1
-        }
+    /// The first wheel index in bucket `home`.
+    pub(super) fn first(&self, home: usize) -> u32 {
+        self.buckets.get(home).copied().unwrap_or(VACANT)
     }
 
-    /// What position `position` holds ([`VACANT`] past the end).
-    pub(super) fn at(&self, position: usize) -> u32 {
-        self.positions
-            .get(position / 2)
-            .map_or(VACANT, |pair| pair[position % 2])
+    /// The wheel index after `index` in its chain.
+    pub(super) fn after(&self, index: u32) -> u32 {
+        self.chain.get(index as usize).copied().unwrap_or(VACANT)
     }
 
-    fn set(&mut self, position: usize, index: u32) {
-        if let Some(pair) = self.positions.get_mut(position / 2) {
-            pair[position % 2] = index;
-        }
-    }
-
-    /// The wheel index of the task `waker` belongs to, if indexed;
-    /// `waker_at` reads the waker at a wheel index.
+    /// The wheel index of the task `waker` belongs to, if indexed in bucket
+    /// `home`; `waker_at` reads the waker at a wheel index.
     pub(super) fn find<'a>(
         &self,
         home: usize,
         waker: &Waker,
         waker_at: impl Fn(u32) -> Option<&'a Waker>,
     ) -> Option<u32> {
-        let mut position = home;
-        // The index is at most half full, so a vacancy ends every probe;
-        // the bound only keeps a broken index from looping.
-        for _ in 0..Self::POSITIONS {
-            let index = self.at(position);
+        let mut index = self.first(home);
+        // A chain holds each entry once; the bound only keeps a broken
+        // index from looping.
+        for _ in 0..N {
             if index == VACANT {
                 return None;
             }
             if waker_at(index).is_some_and(|queued| queued.will_wake(waker)) {
                 return Some(index);
             }
-            position = Self::next(position);
+            index = self.after(index);
         }
         None
     }
 
-    /// Indexes wheel index `index`, whose waker's probe sequence starts at
-    /// `home` and which is not indexed yet, at the first vacancy.
+    /// Indexes wheel index `index`, not indexed yet, in bucket `home`.
     pub(super) fn insert(&mut self, home: usize, index: u32) {
-        let mut position = home;
-        for _ in 0..Self::POSITIONS {
-            if self.at(position) == VACANT {
-                self.set(position, index);
+        let (Some(first), Some(link)) = (
+            self.buckets.get_mut(home),
+            self.chain.get_mut(index as usize),
+        ) else {
+            return;
+        };
+        *link = core::mem::replace(first, index);
+    }
+
+    /// Removes wheel index `index` from bucket `home`'s chain.
+    pub(super) fn forget(&mut self, home: usize, index: u32) {
+        let next = self.after(index);
+        let Some(first) = self.buckets.get_mut(home) else {
+            return;
+        };
+        if *first == index {
+            *first = next;
+            return;
+        }
+        let mut at = *first;
+        for _ in 0..N {
+            let Some(link) = self.chain.get_mut(at as usize) else {
+                return;
+            };
+            if *link == index {
+                *link = next;
                 return;
             }
-            position = Self::next(position);
+            at = *link;
         }
     }
 
-    /// Removes wheel index `index` (its waker's probe sequence starts at
-    /// `home`), shifting later positions back so that no probe sequence is
-    /// broken; `waker_at` reads the wakers of the positions it shifts.
-    pub(super) fn forget<'a>(
-        &mut self,
-        home: usize,
-        index: u32,
-        waker_at: impl Fn(u32) -> Option<&'a Waker>,
-    ) {
-        let mut hole = home;
-        let mut found = false;
-        for _ in 0..Self::POSITIONS {
-            match self.at(hole) {
-                VACANT => break,
-                at if at == index => {
-                    found = true;
-                    break;
-                }
-                _ => hole = Self::next(hole),
+    /// Calls `visit(bucket, index)` for every indexed wheel index, and
+    /// returns how many there are.
+    ///
+    /// # Panics
+    /// If a chain is longer than `N` (a loop). For tests.
+    pub(super) fn each(&self, mut visit: impl FnMut(usize, u32)) -> usize {
+        let mut count = 0;
+        for bucket in 0..N {
+            let mut index = self.first(bucket);
+            while index != VACANT {
+                count += 1;
+                assert!(count <= N, "the index's chains hold more than {N}");
+                visit(bucket, index);
+                index = self.after(index);
             }
         }
-        if !found {
-            return;
-        }
-        let mut position = Self::next(hole);
-        for _ in 0..Self::POSITIONS {
-            let moved = self.at(position);
-            if moved == VACANT {
-                break;
-            }
-            let home = waker_at(moved).map_or(position, |waker| Self::home(hash(waker)));
-            // It stays if its home lies cyclically in (hole, position].
-            let stays = if hole <= position {
-                hole < home && home <= position
-            } else {
-                hole < home || home <= position
-            };
-            if !stays {
-                self.set(hole, moved);
-                hole = position;
-            }
-            position = Self::next(position);
-        }
-        self.set(hole, VACANT);
+        count
     }
 }
