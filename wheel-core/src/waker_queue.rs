@@ -397,13 +397,19 @@ impl<const N: usize> WakerQueue<N> {
         if self.walked.is_some_and(|walked| walked.start <= now) {
             self.walked = None;
         }
-        // One expired entry at a time: the wheel is free between them for
-        // the index to read other wakers.
-        while let Some(expired) = self.wheel.pop_expired(now) {
-            self.forget(hash(&expired.value), expired.id.index());
-            expired.value.wake();
-        }
-        self.wheel_earliest()
+        // One expired entry at a time, each out of the wheel and the index
+        // before it is woken; the look that finds none due says where the
+        // next lies.
+        let earliest = loop {
+            match self.wheel.pop_expired(now) {
+                Ok(expired) => {
+                    self.forget(hash(&expired.value), expired.id.index());
+                    expired.value.wake();
+                }
+                Err(earliest) => break earliest,
+            }
+        };
+        self.least_of(earliest)
     }
 
     /// Checks the invariants: every entry is indexed once, in its own
@@ -525,7 +531,14 @@ impl<const N: usize> WakerQueue<N> {
 
     /// The wheel's least deadline, walking its earliest list if need be.
     fn wheel_earliest(&mut self) -> u64 {
-        match self.wheel.earliest() {
+        self.least_of(self.wheel.earliest())
+    }
+
+    /// The least deadline where the wheel said its earliest lies, walking
+    /// that slot unless `walked` holds its minimum.
+    #[inline(always)]
+    fn least_of(&mut self, earliest: Earliest<[u32; 1]>) -> u64 {
+        match earliest {
             Earliest::Empty => u64::MAX,
             Earliest::At(tick) => tick,
             Earliest::Due(heads) => self.wheel.least_on(heads),

@@ -852,15 +852,26 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
 
     /// The timers [`advance`](Self::advance)`(now)` would yield, one at a
     /// time without an iterator to drop, and in no particular order: for
-    /// a caller that does more between timers and fires them all.
+    /// a caller that does more between timers and fires them all. Once
+    /// none is left, where the earliest pending deadline lies (as
+    /// [`Self::earliest`] says), from the look that found no slot due.
+    /// Only for a wheel that never cascades ahead.
     #[inline]
-    pub(crate) fn pop_expired(&mut self, now: u64) -> Option<Expired<T>> {
+    pub(crate) fn pop_expired(&mut self, now: u64) -> Result<Expired<T>, Earliest<HeadsOf<T, S>>> {
         loop {
             if let Some(expired) = self.pop_due() {
-                return Some(expired);
+                return Ok(expired);
             }
-            if !self.step(now, false) {
-                return None;
+            match self.next_slot() {
+                Some((level, slot, start)) if start <= now => {
+                    self.process_slot(level, slot, start, now, false);
+                }
+                next => {
+                    self.now = self.now.max(now);
+                    // The clock stays short of the next slot, which keeps
+                    // its start.
+                    return Err(self.earliest_of(next));
+                }
             }
         }
     }
@@ -874,7 +885,13 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
         if self.tables.due != Heads::EMPTY {
             return Earliest::Due(self.tables.due);
         }
-        match self.next_slot() {
+        self.earliest_of(self.next_slot())
+    }
+
+    /// [`Self::earliest`] with nothing due and `next` the next slot.
+    #[inline(always)]
+    fn earliest_of(&self, next: Option<(usize, usize, u64)>) -> Earliest<HeadsOf<T, S>> {
+        match next {
             None => Earliest::Empty,
             Some((0, _, start)) => Earliest::At(start),
             Some((level, slot, start)) => Earliest::InSlot {
@@ -1053,12 +1070,20 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
             self.now = self.now.max(target);
             return false;
         };
+        self.process_slot(level, slot, start, target, in_order);
+        true
+    }
+
+    /// [`Self::step`]'s work on the earliest occupied slot, `slot` of
+    /// `level`, which starts at `start`, no later than `target`.
+    #[inline(always)]
+    fn process_slot(&mut self, level: usize, slot: usize, start: u64, target: u64, in_order: bool) {
         self.now = start;
         let mut cursors = self.tables.take_slot(level, slot);
         if level == 0 {
             // Every timer in a level-0 slot is due exactly at its start.
             self.splice_due(cursors);
-            return true;
+            return;
         }
         if let Some(st) = self.stage.active_mut().filter(|st| st.covers(level, slot)) {
             // The levels below are empty now; the staged ones take their
@@ -1092,7 +1117,6 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
                 }
             }
         }
-        true
     }
 }
 
