@@ -375,8 +375,11 @@ impl<const N: usize> WakerQueue<N> {
         }
         self.stale = true;
         // Most calls at many tasks fire wheel entries only: the near cells'
-        // kept least says at once that none of theirs is due.
-        self.near.fire_due(now, Waker::wake);
+        // kept least says at once that none of theirs is due, here rather
+        // than in a call.
+        if self.near.least() <= now {
+            self.near.fire_due(now, Waker::wake);
+        }
         // An empty wheel's clock may lag: it only files later deadlines a
         // level higher.
         let wheel_least = if self.wheel_is_empty() {
