@@ -59,13 +59,10 @@ impl<const SLOTS: usize, const LEVELS: usize> Geometry<SLOTS, LEVELS> {
     /// The first tick of `slot` on `level` in the rotation that contains `now`.
     #[inline(always)]
     pub(crate) fn slot_start(now: u64, level: usize, slot: usize) -> u64 {
+        // `now`'s bits above the level's, with `slot` for the level's own:
+        // both shifts are by less than 64 on every level, so the top
+        // level, whose rotation is the whole clock, needs no branch.
         let shift = Self::shift(level);
-        let above = shift + Self::BITS;
-        let rotation = if above >= 64 {
-            0
-        } else {
-            now & (u64::MAX << above)
-        };
-        rotation | ((slot as u64) << shift)
+        (((now >> shift) & !Self::MASK) | slot as u64) << shift
     }
 }
