@@ -140,3 +140,55 @@ impl<const N: usize> Index<N> {
         count
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{Index, VACANT};
+
+    fn chain(index: &Index<4>, home: usize) -> [u32; 4] {
+        let mut found = [VACANT; 4];
+        let mut at = index.first(home);
+        for slot in &mut found {
+            if at == VACANT {
+                break;
+            }
+            *slot = at;
+            at = index.after(at);
+        }
+        found
+    }
+
+    #[test]
+    fn forgetting_unlinks_from_the_head_the_middle_and_the_end_of_a_chain() {
+        let mut index = Index::<4>::EMPTY;
+        for entry in 0..4 {
+            index.insert(1, entry);
+        }
+        assert_eq!(chain(&index, 1), [3, 2, 1, 0]);
+        index.forget(1, 2);
+        assert_eq!(chain(&index, 1), [3, 1, 0, VACANT]);
+        index.forget(1, 0);
+        assert_eq!(chain(&index, 1), [3, 1, VACANT, VACANT]);
+        index.forget(1, 3);
+        assert_eq!(chain(&index, 1), [1, VACANT, VACANT, VACANT]);
+        index.insert(1, 2);
+        assert_eq!(chain(&index, 1), [2, 1, VACANT, VACANT]);
+        index.forget(1, 1);
+        index.forget(1, 2);
+        assert_eq!(chain(&index, 1), [VACANT; 4]);
+        assert_eq!(index.each(|_, _| {}), 0);
+    }
+
+    #[test]
+    fn an_index_not_in_the_chain_or_out_of_range_changes_nothing() {
+        let mut index = Index::<4>::EMPTY;
+        index.insert(0, 1);
+        index.insert(0, 3);
+        index.forget(0, 2);
+        index.forget(9, 1);
+        index.insert(9, 2);
+        index.insert(0, 7);
+        assert_eq!(chain(&index, 0), [3, 1, VACANT, VACANT]);
+        assert_eq!(index.each(|bucket, _| assert_eq!(bucket, 0)), 2);
+    }
+}
