@@ -1051,11 +1051,25 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     }
 
     /// Processes the earliest occupied slot if it starts at or before
-    /// `target`: moves the clock to its start, then takes the whole slot and
-    /// re-files each timer relative to the new clock — onto the due list if
-    /// its deadline has come, else onto a strictly lower level. Returns
+    /// `target`, in deadline order (see [`Self::process_slot`]). Returns
     /// whether a slot was processed; if none was, the clock moves to
     /// `max(now, target)`.
+    #[inline]
+    fn step(&mut self, target: u64) -> bool {
+        let next = self.next_slot().filter(|&(_, _, start)| start <= target);
+        let Some((level, slot, start)) = next else {
+            self.now = self.now.max(target);
+            return false;
+        };
+        self.process_slot(level, slot, start, target, true);
+        true
+    }
+
+    /// Processes the earliest occupied slot, `slot` of `level`, which
+    /// starts at `start`, no later than `target`: moves the clock to its
+    /// start, then takes the whole slot and re-files each timer relative to
+    /// the new clock — onto the due list if its deadline has come, else
+    /// onto a strictly lower level.
     ///
     /// Unless `in_order`, a slot above level 0 that is not staged moves the
     /// clock on to `target` if that lies within it: nothing is filed below
@@ -1063,19 +1077,6 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     /// every placement stays true, and its timers due by `target` go onto
     /// the due list at once instead of through a level-0 slot each. The
     /// due list then holds several ticks' timers, in no order.
-    #[inline]
-    fn step(&mut self, target: u64, in_order: bool) -> bool {
-        let next = self.next_slot().filter(|&(_, _, start)| start <= target);
-        let Some((level, slot, start)) = next else {
-            self.now = self.now.max(target);
-            return false;
-        };
-        self.process_slot(level, slot, start, target, in_order);
-        true
-    }
-
-    /// [`Self::step`]'s work on the earliest occupied slot, `slot` of
-    /// `level`, which starts at `start`, no later than `target`.
     #[inline(always)]
     fn process_slot(&mut self, level: usize, slot: usize, start: u64, target: u64, in_order: bool) {
         self.now = start;
@@ -1158,7 +1159,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> Iterator
             if let Some(expired) = self.wheel.pop_due() {
                 return Some(expired);
             }
-            if !self.wheel.step(self.target, true) {
+            if !self.wheel.step(self.target) {
                 return None;
             }
         }
@@ -1175,7 +1176,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> Drop
     fn drop(&mut self) {
         // Cascade what is left up to the target without yielding: every timer
         // with deadline ≤ target lands on the due list, and the clock moves.
-        while self.wheel.step(self.target, true) {}
+        while self.wheel.step(self.target) {}
     }
 }
 
