@@ -35,6 +35,12 @@
 //!   served late, or tasks waiting for one tick): it wakes all 8 and
 //!   returns the next deadline. `n - 4` tasks stay pending; the 8 are
 //!   queued again, untimed, before each call. Per call, not per task.
+//! - `mixed`: `next_expiration` when one task is due, as in `expire`, but
+//!   the tasks wait at random as in `driver` below, so which pending task
+//!   is due next follows no pattern. Only `next_expiration` is timed.
+//!   (In `expire` the tasks come due in one fixed rotation, which a
+//!   branch predictor learns: embassy's scan, a branch per entry, gains
+//!   from that; here it mispredicts as it would under most loads.)
 //! - `idle`: `next_expiration` with nothing due (the driver's call after a
 //!   `schedule_wake` that asked for a re-arm).
 //! - `driver`: what an embassy time driver does per alarm, all of it timed:
@@ -467,16 +473,49 @@ impl<Q: Queue> Shape for Driver<Q> {
                 // the alarm again.
                 self.now = self.alarm;
                 self.alarm = self.queue.next_expiration(black_box(self.now));
-                // Each woken task runs and waits again; the driver moves
-                // the alarm when the queue asks it to.
-                while let Some(task) = run_next() {
-                    let at = self.now + self.delay();
-                    if self.queue.schedule_wake(at, &self.tasks[task]) {
-                        self.alarm = self.queue.next_expiration(self.now);
-                    }
-                }
+                self.run_woken();
             }
         })
+    }
+}
+
+impl<Q: Queue> Driver<Q> {
+    /// Each woken task runs and waits again; the driver moves the alarm
+    /// when the queue asks it to.
+    fn run_woken(&mut self) {
+        while let Some(task) = run_next() {
+            let at = self.now + self.delay();
+            if self.queue.schedule_wake(at, &self.tasks[task]) {
+                self.alarm = self.queue.next_expiration(self.now);
+            }
+        }
+    }
+}
+
+/// `next_expiration` alone, in the `driver` shape: one task due (about),
+/// which of the pending ones at random.
+struct Mixed<Q>(Driver<Q>);
+
+impl<Q: Queue> Mixed<Q> {
+    fn new(n: usize) -> Self {
+        Self(Driver::new(n))
+    }
+}
+
+impl<Q: Queue> Shape for Mixed<Q> {
+    const PER_BATCH: u64 = BATCH;
+    fn batch(&mut self) -> Duration {
+        let driver = &mut self.0;
+        let mut timed = Duration::ZERO;
+        for _ in 0..BATCH {
+            driver.now = driver.alarm;
+            let (queue, now) = (&mut driver.queue, driver.now);
+            let mut alarm = 0;
+            timed += measure(|| alarm = queue.next_expiration(black_box(now)));
+            driver.alarm = alarm;
+            driver.run_woken();
+        }
+        timed
     }
 }
 
@@ -579,6 +618,7 @@ macro_rules! shapes {
         $each!("repoll", Repoll);
         $each!("expire", Expire);
         $each!("burst", Burst);
+        $each!("mixed", Mixed);
         $each!("idle", Idle);
         $each!("driver", Driver);
         $each!("ticker", Ticker);
