@@ -862,16 +862,10 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
             if let Some(expired) = self.pop_due() {
                 return Ok(expired);
             }
-            match self.next_slot() {
-                Some((level, slot, start)) if start <= now => {
-                    self.process_slot(level, slot, start, now, false);
-                }
-                next => {
-                    self.now = self.now.max(now);
-                    // The clock stays short of the next slot, which keeps
-                    // its start.
-                    return Err(self.earliest_of(next));
-                }
+            if let Err(next) = self.try_step(now, false) {
+                // The clock stays short of the next slot, which keeps its
+                // start.
+                return Err(self.earliest_of(next));
             }
         }
     }
@@ -1056,13 +1050,25 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     /// `max(now, target)`.
     #[inline]
     fn step(&mut self, target: u64) -> bool {
-        let next = self.next_slot().filter(|&(_, _, start)| start <= target);
-        let Some((level, slot, start)) = next else {
-            self.now = self.now.max(target);
-            return false;
-        };
-        self.process_slot(level, slot, start, target, true);
-        true
+        self.try_step(target, true).is_ok()
+    }
+
+    /// Processes the earliest occupied slot if it starts at or before
+    /// `target` (see [`Self::process_slot`]); if none does, moves the clock
+    /// to `max(now, target)` and hands back the next occupied slot, as
+    /// (level, slot, start), if any.
+    #[inline(always)]
+    fn try_step(&mut self, target: u64, in_order: bool) -> Result<(), Option<(usize, usize, u64)>> {
+        match self.next_slot() {
+            Some((level, slot, start)) if start <= target => {
+                self.process_slot(level, slot, start, target, in_order);
+                Ok(())
+            }
+            next => {
+                self.now = self.now.max(target);
+                Err(next)
+            }
+        }
     }
 
     /// Processes the earliest occupied slot, `slot` of `level`, which

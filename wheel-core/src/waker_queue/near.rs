@@ -5,10 +5,10 @@
 //! A scan of a few packed deadlines costs less than a wheel's cascades and
 //! the walk that finds its earliest deadline, and a scan of a few packed
 //! tags less than a hash lookup in the index, so a queue keeps its
-//! entries here while they fit. Nothing orders the cells: finding a task, the least or
-//! the latest deadline is a scan, which the compiler turns into a few wide
-//! compares; the least deadline's cell is kept, so firing the earliest
-//! entry is a take and one scan for the next.
+//! entries here while they fit. Nothing orders the cells: finding a task,
+//! the least or the latest deadline is a scan, which the compiler turns
+//! into a few wide compares; the least deadline's cell is kept, so firing
+//! the earliest entry is a take and one scan for the next.
 
 use core::task::Waker;
 
