@@ -13,8 +13,13 @@
 use core::task::Waker;
 
 /// Cells of the near set: a scan of their deadlines spans two cache lines,
-/// and their tags fit one vector register.
+/// and their tags fit two 64-bit words or four 32-bit ones.
 pub(super) const CELLS: usize = 16;
+/// Running minima of a scan of the cells: four on a 64-bit core, whose
+/// compares then do not wait on each other; one on a 32-bit core, where a
+/// deadline and its cell take three registers a minimum and four would
+/// spill.
+const LANES: usize = if usize::BITS == 64 { 4 } else { 1 };
 /// Every cell taken.
 const ALL: u32 = (1 << CELLS) - 1;
 
@@ -37,14 +42,18 @@ pub(super) fn tag(waker: &Waker) -> u8 {
     (data.wrapping_mul(FIBONACCI) >> (usize::BITS - 7)) as u8
 }
 
+/// Tags in a word of [`Near::tags`]: a word is a register, so that a
+/// 32-bit core scans four native words rather than two halved ones.
+const PER_WORD: usize = core::mem::size_of::<usize>();
+
 /// The high bit of every byte of `tags` that is `tag`, and perhaps of
 /// bytes above one that is (a borrow runs into them): few operations, and
 /// the caller compares the wakers anyway.
 #[inline]
-fn tag_candidates(tags: u64, tag: u8) -> u64 {
-    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
-    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
-    let differ = tags ^ (ONES * u64::from(tag));
+fn tag_candidates(tags: usize, tag: u8) -> usize {
+    const ONES: usize = usize::MAX / 0xff;
+    const HIGH: usize = ONES * 0x80;
+    let differ = tags ^ (ONES * usize::from(tag));
     differ.wrapping_sub(ONES) & !differ & HIGH
 }
 
@@ -54,11 +63,11 @@ pub(super) struct Near {
     /// least needs no mask.
     deadlines: [u64; CELLS],
     wakers: [Option<Waker>; CELLS],
-    /// Each cell's [`tag`] ([`VACANT_TAG`] if vacant), byte `c % 8` of
-    /// word `c / 8`, so that a lookup compares few wakers. Written a word
-    /// at a time: a byte store would stall the next lookup's word load
-    /// until it retires.
-    tags: [u64; CELLS / 8],
+    /// Each cell's [`tag`] ([`VACANT_TAG`] if vacant), byte `c %
+    /// PER_WORD` of word `c / PER_WORD`, so that a lookup compares few
+    /// wakers. Written a word at a time: a byte store would stall the next
+    /// lookup's word load until it retires.
+    tags: [usize; CELLS / PER_WORD],
     /// The least deadline held (`u64::MAX` if none), so that a call with
     /// nothing near due need not scan.
     least: u64,
@@ -77,7 +86,7 @@ impl Near {
     pub(super) const EMPTY: Self = Self {
         deadlines: [u64::MAX; CELLS],
         wakers: [const { None }; CELLS],
-        tags: [u64::MAX; CELLS / 8],
+        tags: [usize::MAX; CELLS / PER_WORD],
         least: u64::MAX,
         least_cell: 0,
         taken: 0,
@@ -96,12 +105,12 @@ impl Near {
     }
 
     /// The cell holding the task `waker` (whose tag is `tag`) belongs to.
-    #[inline]
+    #[inline(always)]
     pub(super) fn find(&self, tag: u8, waker: &Waker) -> Option<usize> {
         for (word, &tags) in self.tags.iter().enumerate() {
             let mut matches = tag_candidates(tags, tag);
             while matches != 0 {
-                let cell = word * 8 + (matches.trailing_zeros() / 8) as usize;
+                let cell = word * PER_WORD + (matches.trailing_zeros() / 8) as usize;
                 if self.waker(cell).is_some_and(|held| held.will_wake(waker)) {
                     return Some(cell);
                 }
@@ -122,7 +131,7 @@ impl Near {
         let slots = (
             self.deadlines.get_mut(cell),
             self.wakers.get_mut(cell),
-            self.tags.get_mut(cell / 8),
+            self.tags.get_mut(cell / PER_WORD),
         );
         let (Some(at), Some(held), Some(tags)) = slots else {
             return Err(waker);
@@ -132,7 +141,7 @@ impl Near {
         core::mem::forget(held.replace(waker));
         // A vacant cell's tag is all ones: clearing the bits `tag` lacks
         // writes it.
-        *tags &= !(u64::from(VACANT_TAG ^ tag) << (8 * (cell % 8)));
+        *tags &= !(usize::from(VACANT_TAG ^ tag) << (8 * (cell % PER_WORD)));
         self.taken |= 1 << cell;
         self.lower_least(cell, deadline);
         self.latest_bound = self.latest_bound.max(deadline);
@@ -184,8 +193,8 @@ impl Near {
         }
         // Not the tag of the task that left (often the very task asking
         // again), which a lookup would then compare for nothing.
-        if let Some(tags) = self.tags.get_mut(cell / 8) {
-            *tags |= u64::from(VACANT_TAG) << (8 * (cell % 8));
+        if let Some(tags) = self.tags.get_mut(cell / PER_WORD) {
+            *tags |= usize::from(VACANT_TAG) << (8 * (cell % PER_WORD));
         }
         Some(waker)
     }
@@ -295,17 +304,17 @@ impl Near {
 
     /// The least `key(cell, deadline)` over the cells and a cell holding
     /// it, `otherwise` if every key is `u64::MAX`; `key` must read
-    /// `u64::MAX` for every vacant cell. A branch-free scan with four
-    /// running minima, so that the compares do not wait on each other.
+    /// `u64::MAX` for every vacant cell. A branch-free scan with
+    /// [`LANES`] running minima.
     #[inline(always)]
     fn least_by(&self, otherwise: usize, key: impl Fn(usize, u64) -> u64) -> (u64, usize) {
-        let mut lanes = [(u64::MAX, otherwise); 4];
+        let mut lanes = [(u64::MAX, otherwise); LANES];
         // New entries take the lowest vacant cell, so the taken ones sit
-        // low: the groups of four above the highest are all vacant.
-        let groups = (u32::BITS - self.taken.leading_zeros()).div_ceil(4) as usize;
-        for (group, deadlines) in self.deadlines.chunks_exact(4).enumerate().take(groups) {
+        // low: the groups above the highest are all vacant.
+        let groups = (u32::BITS - self.taken.leading_zeros()).div_ceil(LANES as u32) as usize;
+        for (group, deadlines) in self.deadlines.chunks_exact(LANES).enumerate().take(groups) {
             for (lane, (&deadline, best)) in deadlines.iter().zip(&mut lanes).enumerate() {
-                let cell = group * 4 + lane;
+                let cell = group * LANES + lane;
                 let key = key(cell, deadline);
                 if key < best.0 {
                     *best = (key, cell);
@@ -333,7 +342,7 @@ impl Near {
                 taken,
                 "cell {cell}: taken {taken}"
             );
-            let held = (self.tags[cell / 8] >> (8 * (cell % 8))) as u8;
+            let held = (self.tags[cell / PER_WORD] >> (8 * (cell % PER_WORD))) as u8;
             match self.waker(cell) {
                 None => {
                     assert_eq!(self.deadline(cell), u64::MAX, "vacant cell {cell}");
@@ -402,17 +411,26 @@ mod tests {
 
     #[test]
     fn tag_candidates_include_every_equal_byte_and_none_below_it() {
-        let tags: [u8; 8] = [0, 1, 0x80, 0x7f, 0xff, 1, 0xfe, 0x81];
-        let word = u64::from_le_bytes(tags);
-        for tag in [0u8, 1, 0x7f, 0x80, 0x81, 0xfe, 0xff, 2] {
-            let found = tag_candidates(word, tag);
-            let first = tags.iter().position(|&t| t == tag);
-            for (byte, &t) in tags.iter().enumerate() {
-                let marked = found & (0x80 << (8 * byte)) != 0;
-                if t == tag {
-                    assert!(marked, "tag {tag:#x}: byte {byte} not marked");
-                } else if first.is_none_or(|first| byte < first) {
-                    assert!(!marked, "tag {tag:#x}: byte {byte} marked");
+        use super::PER_WORD;
+
+        let all: [u8; 16] = [
+            0, 1, 0x80, 0x7f, 0xff, 1, 0xfe, 0x81, 2, 2, 0xff, 0, 0x7f, 0x80, 1, 0xff,
+        ];
+        // A word's worth at a time, whatever the word's width.
+        for tags in all.chunks_exact(PER_WORD) {
+            let mut bytes = [0; PER_WORD];
+            bytes.copy_from_slice(tags);
+            let word = usize::from_le_bytes(bytes);
+            for tag in [0u8, 1, 2, 0x7f, 0x80, 0x81, 0xfe, 0xff, 3] {
+                let found = tag_candidates(word, tag);
+                let first = tags.iter().position(|&t| t == tag);
+                for (byte, &t) in tags.iter().enumerate() {
+                    let marked = found & (0x80 << (8 * byte)) != 0;
+                    if t == tag {
+                        assert!(marked, "tag {tag:#x}: byte {byte} of {tags:?} not marked");
+                    } else if first.is_none_or(|first| byte < first) {
+                        assert!(!marked, "tag {tag:#x}: byte {byte} of {tags:?} marked");
+                    }
                 }
             }
         }
