@@ -129,14 +129,18 @@ enum Shape {
     Burst,
     /// `next_expiration` with one task due, tasks waiting at random.
     Mixed,
+    /// A time driver's whole work per alarm in `Mixed`: the expiry, each
+    /// woken task's wait again, and a re-arm when one asks for it.
+    Driver,
 }
 
-const SHAPES: [(&str, Shape); 5] = [
+const SHAPES: [(&str, Shape); 6] = [
     ("new_task", Shape::NewTask),
     ("repoll", Shape::Repoll),
     ("expire", Shape::Expire),
     ("burst", Shape::Burst),
     ("mixed", Shape::Mixed),
+    ("driver", Shape::Driver),
 ];
 
 /// Runs `shape` with `n` tasks pending; instructions a call, the empty
@@ -231,7 +235,7 @@ fn run<Q: Queue>(shape: Shape, n: usize, counter: &mut Counter, overhead: u64) -
                 WOKEN_LEN.store(0, Ordering::Relaxed);
             }
         }
-        Shape::Mixed => {
+        Shape::Mixed | Shape::Driver => {
             let tasks: [Waker; 520] = core::array::from_fn(task);
             let span = 2 * n as u64 * 97;
             let mut state = 0x9e37_79b9_7f4a_7c15_u64;
@@ -247,15 +251,30 @@ fn run<Q: Queue>(shape: Shape, n: usize, counter: &mut Counter, overhead: u64) -
             let mut alarm = queue.next_expiration(0);
             for round in 0..2 * BATCHES * BATCH {
                 let now = alarm;
-                let mut fire = || alarm = queue.next_expiration(black_box(now));
-                if round >= BATCHES * BATCH {
-                    timed(counter, 1, &mut fire);
-                } else {
-                    fire();
-                }
-                while let Some(k) = run_next() {
-                    if queue.schedule_wake(now + delay(), &tasks[k]) {
-                        alarm = queue.next_expiration(now);
+                let expire = |queue: &mut Q, alarm: &mut u64| {
+                    *alarm = queue.next_expiration(black_box(now));
+                };
+                // The woken tasks run and wait again; the driver re-arms
+                // when asked.
+                let mut run = |queue: &mut Q, alarm: &mut u64| {
+                    while let Some(k) = run_next() {
+                        if queue.schedule_wake(now + delay(), &tasks[k]) {
+                            *alarm = queue.next_expiration(now);
+                        }
+                    }
+                };
+                match shape {
+                    _ if round < BATCHES * BATCH => {
+                        expire(&mut queue, &mut alarm);
+                        run(&mut queue, &mut alarm);
+                    }
+                    Shape::Driver => timed(counter, 1, &mut || {
+                        expire(&mut queue, &mut alarm);
+                        run(&mut queue, &mut alarm);
+                    }),
+                    _ => {
+                        timed(counter, 1, &mut || expire(&mut queue, &mut alarm));
+                        run(&mut queue, &mut alarm);
                     }
                 }
             }
