@@ -205,13 +205,18 @@ impl<const N: usize> WakerQueue<N> {
         self.near.is_empty() && self.wheel_is_empty()
     }
 
+    /// Whether entries can go past the near cells into the wheel: not in a
+    /// queue whose `N` entries all fit the cells, which then never looks
+    /// for the latest near entry to move, nor keeps a bound on it.
+    const PAST_NEAR: bool = N > CELLS;
+
     /// Whether the wheel holds no entry: always, for a queue whose `N`
     /// entries all fit the near cells (a new entry makes room first when
     /// `N` are queued), so that the compiler drops the wheel from the
     /// common calls of such a queue. `file_in_wheel` checks it in tests.
     #[inline(always)]
     fn wheel_is_empty(&self) -> bool {
-        N <= CELLS || self.wheel.is_empty()
+        !Self::PAST_NEAR || self.wheel.is_empty()
     }
 
     /// Asks for `waker` to be woken once the clock reaches `at`. Returns
@@ -267,7 +272,8 @@ impl<const N: usize> WakerQueue<N> {
                 // find this task queued under an earlier clone: the slow
                 // path looks. Else it shares the caller's tag.
                 let kept = waker.clone();
-                if kept.will_wake(waker) && self.near.insert(at, kept, tag).is_ok() {
+                if kept.will_wake(waker) && self.near.insert(at, kept, tag, Self::PAST_NEAR).is_ok()
+                {
                     self.earliest = before.min(at);
                     return self.earliest < before || was_empty;
                 }
@@ -431,7 +437,7 @@ impl<const N: usize> WakerQueue<N> {
     /// ```
     pub fn validate(&self) {
         self.wheel.validate();
-        self.near.validate(tag);
+        self.near.validate(tag, Self::PAST_NEAR);
         let indexed = self.index.each(|bucket, index| {
             let waker = self.wheel.value_at(index);
             let waker = waker.unwrap_or_else(|| panic!("bucket {bucket} holds vacant {index}"));
@@ -487,7 +493,7 @@ impl<const N: usize> WakerQueue<N> {
     /// early if there was no room (never, with room made).
     fn file(&mut self, at: u64, waker: Waker) -> Option<Waker> {
         let tag = tag(&waker);
-        match self.near.insert(at, waker, tag) {
+        match self.near.insert(at, waker, tag, Self::PAST_NEAR) {
             Ok(_) => None,
             Err(waker) => self.file_past_near(at, waker),
         }
@@ -504,7 +510,7 @@ impl<const N: usize> WakerQueue<N> {
         let moving = self.near.take_one(cell)?;
         let early = self.file_in_wheel(latest, moving);
         let tag = tag(&waker);
-        match self.near.insert(at, waker, tag) {
+        match self.near.insert(at, waker, tag, Self::PAST_NEAR) {
             Ok(_) => early,
             Err(waker) => Some(waker),
         }
@@ -514,7 +520,7 @@ impl<const N: usize> WakerQueue<N> {
     /// waker it keeps, which is what taking it out hashes; hands the waker
     /// back if the wheel is full.
     fn file_in_wheel(&mut self, at: u64, waker: Waker) -> Option<Waker> {
-        debug_assert!(N > CELLS, "a queue of {N} filed past its near cells");
+        debug_assert!(Self::PAST_NEAR, "a queue of {N} filed past its near cells");
         let home = Index::<N>::home(hash(&waker));
         match self.wheel.try_insert(at, waker) {
             Ok(id) => {
