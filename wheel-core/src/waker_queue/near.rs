@@ -211,8 +211,7 @@ impl Near {
     }
 
     /// Empties cell `cell`, returning its waker, and keeps `least` exact
-    /// (with a scan if it held it). Inlined, so that `fire_due`, which
-    /// takes the kept cell with it, keeps its scan in line.
+    /// (with a scan if it held it).
     #[inline(always)]
     pub(super) fn take_one(&mut self, cell: usize) -> Option<Waker> {
         let deadline = self.deadline(cell);
@@ -236,7 +235,7 @@ impl Near {
         // is `u64::MAX`, so is `now`, and the kept cell may be vacant: an
         // entry filed at `u64::MAX` does not move it. Then nothing is
         // taken here, and the pass below takes every taken cell.)
-        if let Some(waker) = self.take_one(usize::from(self.least_cell)) {
+        if let Some(waker) = self.take_least() {
             wake(waker);
         }
         if self.least > now {
@@ -255,9 +254,21 @@ impl Near {
                 wake(waker);
             }
         }
-        if let Some(waker) = self.take_one(last) {
+        if let Some(waker) = self.take_least() {
             wake(waker);
         }
+    }
+
+    /// Empties the kept cell of the least deadline, returning its waker
+    /// (none if it is vacant, as it may be when `least` is `u64::MAX`),
+    /// and finds the next least: `take_one` without asking whether the
+    /// cell held the least.
+    #[inline(always)]
+    fn take_least(&mut self) -> Option<Waker> {
+        // Below `CELLS` always: the modulo only spares the bounds checks.
+        let waker = self.take(usize::from(self.least_cell) % CELLS)?;
+        self.find_least();
+        Some(waker)
     }
 
     /// The taken cells due by `now`.
