@@ -10,23 +10,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-target=thumbv7em-none-eabihf
-rustup target list --installed | grep -qx "$target" || rustup target add "$target"
-if ! command -v qemu-system-arm >/dev/null; then
-    apt-get update
-    DEBIAN_FRONTEND=noninteractive apt-get install -y qemu-system-arm
-fi
-
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}/qemu"
+source ci/qemu-setup.sh
 cargo build --profile count --bin count --manifest-path ci/qemu-tests/Cargo.toml --target "$target"
 firmware="$CARGO_TARGET_DIR/$target/count/count"
 
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0
-timeout 300 qemu-system-arm -cpu cortex-m4 -machine mps2-an386 -nographic \
-    -monitor none -serial none -semihosting-config enable=on,target=native \
-    -icount shift=0 -kernel "$firmware" | tee "$log" || status=$?
+timeout 300 "${qemu[@]}" -icount shift=0 -kernel "$firmware" | tee "$log" || status=$?
 if [ "$status" -ne 0 ] || ! grep -q '^calibration: 2 instructions a turn' "$log"; then
     echo "qemu count failed (exit status $status, or the counter is not counting instructions)" >&2
     exit 1

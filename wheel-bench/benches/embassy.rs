@@ -78,6 +78,11 @@ use criterion::{Bencher, BenchmarkGroup, BenchmarkId, Criterion};
 use embassy_time_queue_utils::queue_generic::ConstGenericQueue;
 use wheel_core::WakerQueue;
 
+// The queues' shared calls, which ci/qemu-tests' count includes too.
+#[path = "embassy/queues.rs"]
+mod queues;
+use queues::Queue;
+
 /// Calls timed together in `new_task` and `expire`.
 const BATCH: u64 = 8;
 /// Calls timed together in `repoll` and `idle`.
@@ -121,37 +126,6 @@ fn in_batches(b: &mut Bencher<'_>, per_batch: u64, mut batch: impl FnMut() -> Du
         let timed = (0..batches).map(|_| batch()).sum();
         per_iteration(timed, iters, batches, per_batch)
     });
-}
-
-/// The two queues' shared calls.
-trait Queue {
-    fn new() -> Self;
-    fn schedule_wake(&mut self, at: u64, waker: &Waker) -> bool;
-    fn next_expiration(&mut self, now: u64) -> u64;
-}
-
-impl<const N: usize> Queue for WakerQueue<N> {
-    fn new() -> Self {
-        WakerQueue::new()
-    }
-    fn schedule_wake(&mut self, at: u64, waker: &Waker) -> bool {
-        WakerQueue::schedule_wake(self, at, waker)
-    }
-    fn next_expiration(&mut self, now: u64) -> u64 {
-        WakerQueue::next_expiration(self, now)
-    }
-}
-
-impl<const N: usize> Queue for ConstGenericQueue<N> {
-    fn new() -> Self {
-        ConstGenericQueue::new()
-    }
-    fn schedule_wake(&mut self, at: u64, waker: &Waker) -> bool {
-        ConstGenericQueue::schedule_wake(self, at, waker)
-    }
-    fn next_expiration(&mut self, now: u64) -> u64 {
-        ConstGenericQueue::next_expiration(self, now)
-    }
 }
 
 /// A task as embassy's executor hands it to a time driver: a header at a

@@ -23,6 +23,11 @@ use cortex_m_semihosting::hprintln;
 use embassy_time_queue_utils::queue_generic::ConstGenericQueue;
 use wheel_core::WakerQueue;
 
+// The queues' shared calls, as the host bench has them.
+#[path = "../../../../wheel-bench/benches/embassy/queues.rs"]
+mod queues;
+use queues::Queue;
+
 /// Instructions a SysTick count stands for: 25 MHz of 1 ns instructions.
 const PER_COUNT: u64 = 40;
 /// Far deadlines of the pending tasks: the clock never gets there.
@@ -80,37 +85,6 @@ impl Counter {
         f();
         let end = SYST::get_current();
         u64::from(start.wrapping_sub(end) & 0x00ff_ffff) * PER_COUNT
-    }
-}
-
-/// The two queues' shared calls.
-trait Queue {
-    fn new() -> Self;
-    fn schedule_wake(&mut self, at: u64, waker: &Waker) -> bool;
-    fn next_expiration(&mut self, now: u64) -> u64;
-}
-
-impl<const N: usize> Queue for WakerQueue<N> {
-    fn new() -> Self {
-        WakerQueue::new()
-    }
-    fn schedule_wake(&mut self, at: u64, waker: &Waker) -> bool {
-        WakerQueue::schedule_wake(self, at, waker)
-    }
-    fn next_expiration(&mut self, now: u64) -> u64 {
-        WakerQueue::next_expiration(self, now)
-    }
-}
-
-impl<const N: usize> Queue for ConstGenericQueue<N> {
-    fn new() -> Self {
-        ConstGenericQueue::new()
-    }
-    fn schedule_wake(&mut self, at: u64, waker: &Waker) -> bool {
-        ConstGenericQueue::schedule_wake(self, at, waker)
-    }
-    fn next_expiration(&mut self, now: u64) -> u64 {
-        ConstGenericQueue::next_expiration(self, now)
     }
 }
 
