@@ -1,9 +1,11 @@
 //! `WakerQueue` against embassy's `ConstGenericQueue` on the emulated
 //! Cortex-M4: instructions a call, counted, at 8, 64 and 512 pending
-//! tasks, in the shapes of `wheel-bench`'s `embassy` bench. `bash
-//! ci/qemu-count.sh` builds it and runs it on QEMU with `-icount shift=0`,
-//! where each instruction advances the virtual clock by 1 ns, so SysTick
-//! (the core's 25 MHz clock on mps2-an386) counts one per 40 instructions.
+//! tasks, in the shapes of `wheel-bench`'s `embassy` bench (all but `idle`
+//! and `ticker`). `bash ci/qemu-count.sh` builds it and runs it on QEMU
+//! with `-icount shift=6`, where each instruction advances the virtual
+//! clock by 64 ns, so SysTick (the core's 25 MHz clock on mps2-an386)
+//! counts 1.6 a instruction: a span's reading is short of its
+//! instructions by less than one.
 //! Instructions are not a Cortex-M4's cycles (a load takes one more, a
 //! taken branch two or three more), but such a core has no predictor and
 //! no overlap to hide what it executes, as the host's has.
@@ -28,8 +30,15 @@ use wheel_core::WakerQueue;
 mod queues;
 use queues::Queue;
 
-/// Instructions a SysTick count stands for: 25 MHz of 1 ns instructions.
-const PER_COUNT: u64 = 40;
+/// Nanoseconds of virtual time a SysTick count stands for (25 MHz).
+const NS_PER_COUNT: u64 = 40;
+/// Nanoseconds of virtual time an instruction takes: `-icount shift=6`.
+const NS_PER_INSTRUCTION: u64 = 64;
+
+/// Instructions `counts` SysTick counts stand for, rounded.
+fn instructions(counts: u64) -> u64 {
+    (counts * NS_PER_COUNT + NS_PER_INSTRUCTION / 2) / NS_PER_INSTRUCTION
+}
 /// Far deadlines of the pending tasks: the clock never gets there.
 const FAR: u64 = 1 << 40;
 /// Calls timed together.
@@ -76,15 +85,15 @@ fn run_next() -> Option<usize> {
 struct Counter(SYST);
 
 impl Counter {
-    /// Instructions `f` executed, with the cost of an empty span taken off
-    /// by the caller. A span must stay under 2^24 counts (671 million
-    /// instructions).
+    /// SysTick counts while `f` runs ([`instructions`] converts them),
+    /// with the cost of an empty span taken off by the caller. A span must
+    /// stay under 2^24 counts (10 million instructions).
     fn count(&mut self, f: impl FnOnce()) -> u64 {
         self.0.clear_current();
         let start = SYST::get_current();
         f();
         let end = SYST::get_current();
-        u64::from(start.wrapping_sub(end) & 0x00ff_ffff) * PER_COUNT
+        u64::from(start.wrapping_sub(end) & 0x00ff_ffff)
     }
 }
 
@@ -254,7 +263,7 @@ fn run<Q: Queue>(shape: Shape, n: usize, counter: &mut Counter, overhead: u64) -
             }
         }
     }
-    total / calls.max(1) as u64
+    instructions(total) / calls.max(1) as u64
 }
 
 /// Both queues at one size, a line each shape.
@@ -262,7 +271,8 @@ fn sizes<W: Queue, E: Queue>(n: usize, counter: &mut Counter, overhead: u64) {
     for (name, shape) in SHAPES {
         let ours = run::<W>(shape, n, counter, overhead);
         let theirs = run::<E>(shape, n, counter, overhead);
-        let ratio = ours * 100 / theirs.max(1);
+        // Hundredths, rounded.
+        let ratio = (ours * 100 + theirs / 2) / theirs.max(1);
         hprintln!(
             "{:<9}{:>4}  {:>10}  {:>8}  {:>3}.{:02}",
             name,
@@ -306,7 +316,7 @@ fn main() -> ! {
     let (short, long) = (turns(&mut counter, 1_000), turns(&mut counter, 101_000));
     hprintln!(
         "calibration: {} instructions a turn of a two-instruction loop",
-        (long - short) / 100_000
+        (instructions(long - short) + 50_000) / 100_000
     );
     hprintln!("shape       n  wheel-core   embassy  ratio  (instructions a call)");
     sizes::<WakerQueue<16>, ConstGenericQueue<16>>(8, &mut counter, overhead);
