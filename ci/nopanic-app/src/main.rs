@@ -30,6 +30,9 @@ pub extern "C" fn _start() -> ! {
     fixed_wheel(tiny);
     waker_queue::<1>(WakerQueue::new());
     waker_queue::<16>(WakerQueue::default());
+    // Past the 16 near cells: the wheel, the index and their paths, which
+    // a queue whose entries all fit the cells compiles away.
+    waker_queue::<40>(WakerQueue::new());
     halt()
 }
 
