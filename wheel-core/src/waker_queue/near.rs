@@ -6,9 +6,10 @@
 //! the walk that finds its earliest deadline, and a scan of a few packed
 //! tags less than a hash lookup in the index, so a queue keeps its
 //! entries here while they fit. Nothing orders the cells: finding a task,
-//! the least or the latest deadline is a scan, which the compiler turns
-//! into a few wide compares; the least deadline's cell is kept, so firing
-//! the earliest entry is a take and one scan for the next.
+//! the least or the latest deadline is a scan without branches (a few
+//! words of tags; the deadlines with four running minima on a 64-bit core,
+//! one on a 32-bit one); the least deadline's cell is kept, so firing the
+//! earliest entry is a take and one scan for the next.
 
 use core::task::Waker;
 
@@ -20,6 +21,11 @@ pub(super) const CELLS: usize = 16;
 /// deadline and its cell take three registers a minimum and four would
 /// spill.
 const LANES: usize = if usize::BITS == 64 { 4 } else { 1 };
+// The scans take the cells a word of tags and a group of four deadlines
+// at a time, and the taken cells are bits of a `u32`: none may be left
+// over.
+const _: () = assert!(CELLS % PER_WORD == 0 && CELLS % 4 == 0 && CELLS % LANES == 0 && CELLS <= 32);
+
 /// Every cell taken.
 const ALL: u32 = (1 << CELLS) - 1;
 
@@ -212,7 +218,7 @@ impl Near {
 
     /// Empties cell `cell`, returning its waker, and keeps `least` exact
     /// (with a scan if it held it).
-    #[inline(always)]
+    #[inline]
     pub(super) fn take_one(&mut self, cell: usize) -> Option<Waker> {
         let deadline = self.deadline(cell);
         let waker = self.take(cell)?;
