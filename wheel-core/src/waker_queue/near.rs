@@ -21,10 +21,9 @@ pub(super) const CELLS: usize = 16;
 /// deadline and its cell take three registers a minimum and four would
 /// spill.
 const LANES: usize = if usize::BITS == 64 { 4 } else { 1 };
-// The scans take the cells a word of tags and a group of four deadlines
-// at a time, and the taken cells are bits of a `u32`: none may be left
-// over.
-const _: () = assert!(CELLS % PER_WORD == 0 && CELLS % 4 == 0 && CELLS % LANES == 0 && CELLS <= 32);
+// The scans take the cells a word of tags and `LANES` deadlines at a
+// time, and the taken cells are bits of a `u32`: none may be left over.
+const _: () = assert!(CELLS % PER_WORD == 0 && CELLS % LANES == 0 && CELLS <= 32);
 
 /// Every cell taken.
 const ALL: u32 = (1 << CELLS) - 1;
