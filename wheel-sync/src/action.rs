@@ -123,10 +123,15 @@ impl<F: FnOnce() + Send + 'static> Action for Callback<F> {
 }
 
 /// A task waiting on a `Sleep`: the latest waker it was polled with.
-#[derive(Default)]
 pub(crate) struct Wake(Mutex<Option<Waker>>);
 
 impl Wake {
+    /// Holds `waker`'s task from the start: the entry is the registering
+    /// poll's own until it is submitted, so its first waker takes no lock.
+    pub(crate) fn new(waker: &Waker) -> Self {
+        Self(Mutex::new(Some(waker.clone())))
+    }
+
     /// Stores `waker` unless the stored one already wakes the same task.
     pub(crate) fn register(&self, waker: &Waker) {
         let mut stored = self.0.lock().unwrap_or_else(|e| e.into_inner());

@@ -5,9 +5,10 @@ use std::io;
 use std::time::Duration;
 
 use crate::clock::{self, Clock};
-use crate::driver::{Driver, ServiceState};
+use crate::driver::Driver;
 use crate::executor::{self, Executor};
-use crate::sync::thread;
+use crate::shared::Shared;
+use crate::sync::{thread, Arc};
 use crate::TimerService;
 
 /// Configures a [`TimerService`].
@@ -202,18 +203,13 @@ impl Builder {
                 "thread name must not contain a NUL byte",
             ));
         }
-        let (state, consumer) = ServiceState::new(
-            Clock::new(self.tick, self.manual_clock),
-            self.max_pending,
-            self.executor.map(Executor::new),
-        );
-        // Held before the driver starts, so that its first look finds a
-        // holder; dropped with the error, it shuts the service down.
-        let service = TimerService::first(&state);
-        let driver = Driver::new(state.clone(), consumer);
+        let (shared, consumer) =
+            Shared::new(Clock::new(self.tick, self.manual_clock), self.max_pending);
+        let executor = (self.executor).map(|run| Executor::new(run, shared.counts.clone()));
+        let shared = Arc::new(shared);
+        let driver = Driver::new(Arc::clone(&shared), consumer, executor);
         let join = thread::spawn_named(self.thread_name, move || driver.run())?;
-        state.set_driver(join.thread().clone());
-        state.set_join(join);
-        Ok(service)
+        shared.set_driver(join);
+        Ok(TimerService::owning(&shared))
     }
 }

@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 
 use wheel_core::{TimerId, Wheel};
 
+use crate::lane::{self, Lane};
+use crate::sync::Arc;
 use crate::{Sleep, TimerService};
 
 mod expired;
@@ -79,7 +81,7 @@ pub struct Key(TimerId);
 /// assert!(start.elapsed() >= Duration::from_millis(6));
 /// ```
 pub struct DelayQueue<T> {
-    service: TimerService,
+    lane: Arc<Lane>,
     /// Each item with its exact deadline; the wheel's ticks are the
     /// service's, rounded up.
     wheel: Wheel<(T, Instant)>,
@@ -116,10 +118,10 @@ impl<T> DelayQueue<T> {
     /// assert_eq!(timers.pending(), 0); // no timer until the queue waits
     /// ```
     pub fn with_service(service: &TimerService) -> Self {
-        let now = service.state().clock.now_tick();
+        let lane = lane::lane(service.shared());
         Self {
-            service: service.clone(),
-            wheel: Wheel::starting_at(now),
+            wheel: Wheel::starting_at(lane.shared.clock.now_tick()),
+            lane,
             sleep: None,
         }
     }
@@ -139,7 +141,7 @@ impl<T> DelayQueue<T> {
     /// assert!(queue.deadline(key).is_some());
     /// ```
     pub fn insert(&mut self, value: T, delay: Duration) -> Key {
-        let (deadline, tick) = self.service.state().clock.deadline_after(delay);
+        let (deadline, tick) = self.lane.shared.clock.deadline_after(delay);
         self.insert_tick(value, deadline, tick)
     }
 
@@ -158,7 +160,7 @@ impl<T> DelayQueue<T> {
     /// assert_eq!(queue.deadline(key), Some(at));
     /// ```
     pub fn insert_at(&mut self, value: T, deadline: Instant) -> Key {
-        let tick = self.service.state().clock.tick_for(deadline);
+        let tick = self.lane.shared.clock.tick_for(deadline);
         self.insert_tick(value, deadline, tick)
     }
 
@@ -199,7 +201,7 @@ impl<T> DelayQueue<T> {
     /// assert!(queue.reset(key, Duration::from_secs(60)));
     /// ```
     pub fn reset(&mut self, key: Key, delay: Duration) -> bool {
-        let (deadline, tick) = self.service.state().clock.deadline_after(delay);
+        let (deadline, tick) = self.lane.shared.clock.deadline_after(delay);
         self.reset_tick(key, deadline, tick)
     }
 
@@ -217,7 +219,7 @@ impl<T> DelayQueue<T> {
     /// assert_eq!(queue.deadline(key), Some(at));
     /// ```
     pub fn reset_at(&mut self, key: Key, deadline: Instant) -> bool {
-        let tick = self.service.state().clock.tick_for(deadline);
+        let tick = self.lane.shared.clock.tick_for(deadline);
         self.reset_tick(key, deadline, tick)
     }
 
@@ -358,7 +360,7 @@ impl<T> DelayQueue<T> {
             let armed = matches!(self.sleep, Some((_, tick)) if tick == next);
             if !armed {
                 // A new earliest deadline: it may have passed already.
-                let now = self.service.state().clock.now_tick();
+                let now = self.lane.shared.clock.now_tick();
                 if next <= now {
                     reached = now;
                     continue;
@@ -370,7 +372,7 @@ impl<T> DelayQueue<T> {
             }
             // Fired, so the clock has passed `next`; one read of it takes in
             // every tick since.
-            reached = next.max(self.service.state().clock.now_tick());
+            reached = next.max(self.lane.shared.clock.now_tick());
         }
     }
 
@@ -399,22 +401,20 @@ impl<T> DelayQueue<T> {
     }
 
     /// When `tick` begins, for the sleep's deadline (the tick decides).
-    fn instant_of(service: &TimerService, tick: u64) -> Instant {
-        service.state().clock.deadline_of(tick)
+    fn instant_of(&self, tick: u64) -> Instant {
+        self.lane.shared.clock.deadline_of(tick)
     }
 
     /// The sleep, due when `tick` begins: made on the first wait, moved
     /// after. One that already fired there stays fired.
     fn arm(&mut self, tick: u64) -> &mut Sleep {
-        let service = &self.service;
-        let (sleep, armed) = self.sleep.get_or_insert_with(|| {
-            (
-                service.sleep_at_tick(Self::instant_of(service, tick), tick),
-                tick,
-            )
-        });
+        let at = self.instant_of(tick);
+        let lane = &self.lane;
+        let (sleep, armed) = self
+            .sleep
+            .get_or_insert_with(|| (Sleep::until(Arc::clone(lane), at), tick));
         if *armed != tick {
-            sleep.reset_tick(Self::instant_of(service, tick), tick);
+            sleep.reset(at);
             *armed = tick;
         }
         sleep
@@ -423,9 +423,10 @@ impl<T> DelayQueue<T> {
     /// An item now due at `tick`: an armed sleep due later is moved earlier,
     /// so the task that last polled is woken in time.
     fn hurry(&mut self, tick: u64) {
+        let at = self.instant_of(tick);
         if let Some((sleep, armed)) = &mut self.sleep {
             if tick < *armed && !sleep.is_elapsed() {
-                sleep.reset_tick(Self::instant_of(&self.service, tick), tick);
+                sleep.reset(at);
                 *armed = tick;
             }
         }

@@ -8,8 +8,10 @@
 //!   successful compare-exchange; whoever wins owns the consequences
 //!   (running the callback, or not, and the `pending` count). That single
 //!   CAS is what makes cancel-vs-fire exactly-once.
-//! - Only the owner of a `Sleep` moves a timer back to `PENDING` (reset),
-//!   and only by CAS, so a concurrent fire at the old tick fails its CAS.
+//! - Only the owner of a `Sleep` moves a timer back to `PENDING` (a reset,
+//!   from `FIRED` or `CANCELLED`, or a move while pending), and only by
+//!   CAS, so a concurrent fire at the old tick fails its CAS. `ABANDONED`
+//!   is final.
 //! - `QUEUED` is set while a message for the entry sits in the submission
 //!   queue. A producer that changes the word sets it in the same CAS and
 //!   pushes the entry only if it was clear; the driver clears it when it pops
@@ -20,12 +22,10 @@
 //!   driver's wheel. Producers never read it; it is atomic only so that the
 //!   entry is `Sync` without `unsafe`.
 
-use core::alloc::Layout;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
 
 use crate::action::{Action, Firing, Wake};
-use crate::entry_cache;
 use crate::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 
 pub(crate) const PENDING: u64 = 0;
@@ -44,14 +44,6 @@ pub(crate) const MAX_TICK: u64 = u64::MAX >> TICK_SHIFT;
 pub(crate) const INDEX_NEW: u32 = u32::MAX;
 /// `wheel_index` once the driver has seen it and it is not in the wheel.
 pub(crate) const INDEX_OUT: u32 = u32::MAX - 1;
-
-/// What a producer's `cancel` tells it.
-pub(crate) struct Finished {
-    /// The tick the timer was due at.
-    pub(crate) tick: u64,
-    /// No message for the entry is queued: push one.
-    pub(crate) must_push: bool,
-}
 
 /// The operations on an entry whose action type has been erased: one table
 /// per action type, pointed at by every entry of that type.
@@ -123,14 +115,9 @@ impl<A: Action> Timer<A> {
     /// `entry` heads a `Timer<A>` made by [`EntryRef::new`] whose last
     /// reference is being dropped: no other thread can reach it.
     unsafe fn free(entry: NonNull<Entry>) {
-        let timer = entry.cast::<Self>();
-        // SAFETY: it was made by `EntryRef::new` as a `Timer<A>` in a block
-        // from `entry_cache::take` with this type's layout, and is
-        // unreachable now: ours to drop, then to give back.
-        unsafe {
-            core::ptr::drop_in_place(timer.as_ptr());
-            entry_cache::give(timer.cast(), Layout::new::<Self>());
-        }
+        // SAFETY: it was made by `EntryRef::new` from a `Box<Timer<A>>` and
+        // is unreachable now: ours to drop and free.
+        drop(unsafe { Box::from_raw(entry.cast::<Self>().as_ptr()) });
     }
 }
 
@@ -167,12 +154,7 @@ impl<A: Action> EntryRef<A> {
             },
             action,
         };
-        let block = entry_cache::take(Layout::new::<Timer<A>>()).cast::<Timer<A>>();
-        // SAFETY: the block is fresh or recycled memory for exactly an
-        // `Timer<A>` (its layout), unused by anything else: writing moves
-        // the entry in without dropping whatever bytes were there.
-        unsafe { block.as_ptr().write(timer) };
-        let ptr = block.cast();
+        let ptr = NonNull::from(Box::leak(Box::new(timer))).cast();
         let owner = Self {
             ptr,
             _action: PhantomData,
@@ -190,7 +172,9 @@ impl<A: Action> EntryRef<A> {
         // which allocated a `Timer<A>`; the reference keeps it alive.
         unsafe { &self.ptr.cast::<Timer<A>>().as_ref().action }
     }
+}
 
+impl<A> EntryRef<A> {
     /// Another reference to the same entry, with its type erased.
     pub(crate) fn erased(&self) -> EntryRef {
         self.clone().erase()
@@ -205,9 +189,7 @@ impl<A: Action> EntryRef<A> {
             _action: PhantomData,
         }
     }
-}
 
-impl<A> EntryRef<A> {
     /// Runs the action's [`Action::fire`].
     ///
     /// # Safety
@@ -242,7 +224,7 @@ impl<A> EntryRef<A> {
 }
 
 impl EntryRef {
-    /// The reference as a raw pointer, for an atomic pointer; the count is not
+    /// The reference as a raw pointer, for a parking spot; the count is not
     /// touched, so the pointer owns this reference until [`from_raw`](Self::from_raw).
     pub(crate) fn into_raw(self) -> *mut Entry {
         let ptr = self.ptr.as_ptr();
@@ -346,16 +328,13 @@ impl Entry {
             .ok()
     }
 
-    /// A producer's `PENDING -> CANCELLED`. `None` if no longer pending; else
-    /// the timer's tick, and whether the caller must push the entry so the
-    /// driver sees the change (`false` when a message is already queued).
-    pub(crate) fn cancel(&self) -> Option<Finished> {
+    /// A producer's `PENDING -> CANCELLED`. `None` if no longer pending;
+    /// else whether the caller must push the entry so the driver sees the
+    /// change (`false` when a message is already queued).
+    pub(crate) fn cancel(&self) -> Option<bool> {
         let old =
             self.update(|w| (state_of(w) == PENDING).then_some((w & !STATE) | CANCELLED | QUEUED))?;
-        Some(Finished {
-            tick: tick_of(old),
-            must_push: old & QUEUED == 0,
-        })
+        Some(old & QUEUED == 0)
     }
 
     /// The driver's `PENDING -> ABANDONED` at shutdown; no message follows.
@@ -378,8 +357,8 @@ impl Entry {
     /// A guess that says "not pending at `tick`" is trusted, which is sound
     /// for the driver: it filed the entry at `tick` after an RMW on the
     /// word (`take_queued`), so it cannot read a word older than that, and
-    /// the word leaves "pending at `tick`" only for good or by a reset
-    /// whose message re-files it.
+    /// the word leaves "pending at `tick`" only for good or by the owner's
+    /// re-arm, whose message re-files it.
     #[inline]
     pub(crate) fn try_fire(&self, mut word: u64, tick: u64) -> bool {
         loop {
@@ -420,16 +399,17 @@ impl Entry {
 }
 
 impl EntryRef<Wake> {
-    /// The owner's reset: a timer in state `from` (`PENDING` or `FIRED`)
-    /// becomes pending at `tick`. `Ok(must_push)`: whether the caller must
-    /// push the entry (no message is queued); `Err(state)` if the timer was
-    /// no longer in `from`.
+    /// The owner's re-arm: a timer in state `from` (`PENDING`, `FIRED` or
+    /// `CANCELLED`) becomes pending at `tick`. `Ok(must_push)`: whether the
+    /// caller must push the entry (no message is queued); `Err(state)` if
+    /// the timer was no longer in `from`.
     ///
-    /// Only a `Sleep`'s entry has this: a callback's entry leaves `PENDING`
-    /// once in its life, which is what lets [`Callback`](crate::action::Callback)'s
-    /// cell go unlocked.
+    /// Only a `Sleep`'s entry has this, and only its owner calls it: a
+    /// callback's entry leaves `PENDING` once in its life, which is what
+    /// lets [`Callback`](crate::action::Callback)'s cell go unlocked.
+    /// `ABANDONED` is final for every entry.
     pub(crate) fn rearm_from(&self, from: u64, tick: u64) -> Result<bool, u64> {
-        debug_assert!(matches!(from, PENDING | FIRED), "rearm from {from}");
+        debug_assert!(from != ABANDONED, "re-armed after shutdown");
         let new = queued_pending(tick);
         let mut seen = from;
         self.update(|w| {
@@ -528,20 +508,30 @@ mod tests {
         assert_eq!(dropped.load(Ordering::Relaxed), 1);
     }
 
+    /// Counts its wakes.
+    struct WakeCount(AtomicUsize);
+
+    impl std::task::Wake for WakeCount {
+        fn wake(self: StdArc<Self>) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     #[test]
-    fn firing_a_sleep_hands_its_waker_to_the_driver_unwoken() {
-        use crate::relay::tests::{wakers, woken};
-        let (count, registered) = wakers(1);
-        let (owner, driver) = EntryRef::new(7, Wake::default());
-        owner.action().register(&registered[0]);
+    fn firing_a_sleep_hands_its_latest_waker_to_the_driver_unwoken() {
+        let first = StdArc::new(WakeCount(AtomicUsize::new(0)));
+        let latest = StdArc::new(WakeCount(AtomicUsize::new(0)));
+        let (owner, driver) = EntryRef::new(7, Wake::new(&Waker::from(first.clone())));
+        owner.action().register(&Waker::from(latest.clone()));
         assert!(driver.try_fire(driver.word_relaxed(), 7));
         let mut wakers = Vec::new();
         // SAFETY: `try_fire` just won the move to `FIRED`.
         assert!(unsafe { driver.fire(&mut firing(&mut wakers)) });
-        assert_eq!(woken(&count), [0], "the driver wakes it");
+        assert_eq!(latest.0.load(Ordering::Relaxed), 0, "the driver wakes it");
         assert_eq!(wakers.len(), 1);
         wakers.pop().unwrap().wake();
-        assert_eq!(woken(&count), [1]);
+        assert_eq!(latest.0.load(Ordering::Relaxed), 1);
+        assert_eq!(first.0.load(Ordering::Relaxed), 0);
     }
 
     #[test]

@@ -24,25 +24,24 @@ pub(crate) struct Executor {
     counts: Arc<Counts>,
 }
 
-/// Kept apart from the driver's counters: executor threads write them.
+/// What became of user code, one per service: the one place its panics are
+/// counted, wherever they were caught, and the callbacks the executor
+/// dropped unrun. Apart from the service, as callbacks handed to the
+/// executor may outlive it.
 #[derive(Default)]
 pub(crate) struct Counts {
-    /// Callbacks (or the executor itself) that panicked.
+    /// Panics of user code: callbacks, wakers, drops, the executor itself.
     pub(crate) panicked: AtomicU64,
     /// Callbacks the executor dropped without running.
     pub(crate) unrun: AtomicU64,
 }
 
 impl Executor {
-    pub(crate) fn new(run: Run) -> Self {
+    pub(crate) fn new(run: Run, counts: Arc<Counts>) -> Self {
         Self {
             run: Some(run),
-            counts: Arc::new(Counts::default()),
+            counts,
         }
-    }
-
-    pub(crate) fn counts(&self) -> &Counts {
-        &self.counts
     }
 
     /// Hands `f` to the executor; `false` if the executor panicked (then

@@ -3,9 +3,12 @@
 use core::fmt;
 
 use crate::entry::{EntryRef, ABANDONED, CANCELLED, FIRED};
-use crate::TimerService;
+use crate::lane::Lane;
+use crate::sync::Arc;
 
-/// A scheduled callback. Dropping it does not cancel the timer.
+/// A scheduled callback. Dropping it does not cancel the timer, and it does
+/// not keep the service running: a shutdown abandons the callback, and the
+/// handle then says it was cancelled.
 ///
 /// # Examples
 /// ```
@@ -19,7 +22,7 @@ use crate::TimerService;
 /// assert!(!handle.cancel()); // only the first cancel wins
 /// ```
 pub struct TimerHandle {
-    pub(crate) service: TimerService,
+    pub(crate) lane: Arc<Lane>,
     /// Its action type erased: `TimerHandle` names no closure type.
     pub(crate) entry: EntryRef,
 }
@@ -38,8 +41,7 @@ impl TimerHandle {
     /// assert!(handle.cancel());
     /// ```
     pub fn cancel(&self) -> bool {
-        let entry = &self.entry;
-        self.service.state().cancel(entry, || entry.clone())
+        self.lane.shared.cancel(self.lane.spot, &self.entry)
     }
 
     /// Whether the timer was cancelled, or abandoned by a shutdown: either
@@ -82,6 +84,3 @@ impl fmt::Debug for TimerHandle {
             .finish()
     }
 }
-
-// Compile-time proof that the futures and queues move between an
-// executor's threads (and the handles are shared by them).

@@ -183,9 +183,6 @@ impl Interval {
         if now < due {
             ready!(Pin::new(&mut self.sleep).poll(cx));
             now = self.sleep.now();
-        } else {
-            // Not polled, so take the wakers a round may have handed it.
-            self.sleep.wake_handed();
         }
         let next = self.missed.next_deadline(due, now, self.period);
         self.arm(next);
@@ -194,10 +191,8 @@ impl Interval {
 
     /// Moves the sleep to the next tick; `None` for one that never comes.
     fn arm(&mut self, next: Option<Instant>) {
-        match next {
-            Some(deadline) => self.sleep.reset(deadline),
-            None => self.sleep.reset_never(),
-        }
+        let deadline = next.unwrap_or_else(|| self.sleep.never());
+        self.sleep.reset(deadline);
     }
 
     /// Starts the schedule again a period from now: the next tick is due

@@ -186,23 +186,23 @@ mod clock;
 pub mod delay_queue;
 mod driver;
 mod entry;
-mod entry_cache;
 mod error;
 mod executor;
 #[cfg(not(loom))]
 mod global;
 mod handle;
-mod holders;
 mod interval;
 mod job;
+mod lane;
 mod lateness;
-mod parked;
 mod queue;
-mod relay;
 mod service;
+mod shared;
 mod sleep;
+mod spot;
 mod stats;
 mod sync;
+mod timeout;
 
 pub use crate::builder::Builder;
 pub use crate::delay_queue::DelayQueue;
@@ -213,8 +213,9 @@ pub use crate::handle::TimerHandle;
 pub use crate::interval::{Interval, MissedTickBehavior};
 pub use crate::lateness::Lateness;
 pub use crate::service::TimerService;
-pub use crate::sleep::{Elapsed, Sleep, Timeout};
+pub use crate::sleep::Sleep;
 pub use crate::stats::{ShutdownReport, Stats};
+pub use crate::timeout::{Elapsed, Timeout};
 
 /// Not part of the API, and not covered by semver: the submission queue,
 /// for wheel-model's differential tests (and so the fuzz targets), the loom

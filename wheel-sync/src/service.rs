@@ -1,33 +1,31 @@
-//! [`TimerService`]: the handle every call goes through.
+//! [`TimerService`]: the handle every call goes through, and whose last
+//! clone ends the service.
 
 use core::fmt;
 use core::future::Future;
 use std::time::{Duration, Instant};
 
 use crate::action::Callback;
-use crate::driver::ServiceState;
 use crate::entry::EntryRef;
-use crate::holders::ThreadHolders;
+use crate::job::Job;
+use crate::lane::{self, Lane};
+use crate::shared::{Message, Shared};
+use crate::spot::Count;
 use crate::sync::Arc;
 use crate::{
-    job, parked, AdvanceError, Builder, Interval, ScheduleError, ShutdownError, ShutdownReport,
-    Sleep, Stats, Timeout, TimerHandle,
+    AdvanceError, Builder, Interval, ScheduleError, ShutdownError, ShutdownReport, Sleep, Stats,
+    Timeout, TimerHandle,
 };
 
-/// A handle to a timer service: cheap to clone, `Send + Sync`.
+/// A timer service: cheap to clone, `Send + Sync`.
 ///
-/// The driver stops when [`shutdown`](Self::shutdown) is called or the last
-/// handle is dropped (clones, [`TimerHandle`]s and pending futures all hold
-/// one): at once when the last thread to hold one is the only thread still
-/// counted (a one-thread program, or the others have ended; the driver's
-/// own thread counts if callbacks made handles), else within 200 ms,
-/// when the driver finds every thread's count idle. See the
+/// The service runs until [`shutdown`](Self::shutdown) is called or its
+/// last `TimerService` clone is dropped, as a runtime does: the futures and
+/// handles it hands out ([`Sleep`], [`Timeout`], [`Interval`],
+/// [`DelayQueue`](crate::DelayQueue), [`TimerHandle`]) do not keep it
+/// running. Once it is down they report it: a pending `Sleep` panics when
+/// polled, a callback's handle says it was cancelled. See the
 /// [crate docs](crate) for the design.
-///
-/// Every clone, [`TimerHandle`], `Sleep` and `Timeout` counts itself on a
-/// cache line of its own thread's, found through a thread-local: threads
-/// never contend on a count, however they hold the service (by reference,
-/// a clone per thread or per task, the global functions).
 ///
 /// # Examples
 /// ```
@@ -42,24 +40,27 @@ use crate::{
 /// .unwrap();
 /// ```
 pub struct TimerService {
-    holder: Arc<ThreadHolders>,
+    /// The service, through the lane of the thread that made this clone.
+    lane: Arc<Lane>,
+    /// The spot this clone is counted on as an owner (see `spot`).
+    owner: usize,
 }
 
 impl Clone for TimerService {
-    /// A new handle on the same service, counted on this thread's line
-    /// (see the type's docs): no allocation but a thread's first, and no
-    /// write to a line another thread writes (but for a handle dropped on
-    /// another thread than it was made on).
+    /// Another owner of the service, counted on this thread's spot: no
+    /// write to a line another thread writes.
     fn clone(&self) -> Self {
-        Self {
-            holder: ThreadHolders::hold_again(&self.holder),
-        }
+        Self::owning(&self.lane.shared)
     }
 }
 
 impl Drop for TimerService {
+    /// The last clone anywhere ends the service (see `spot`).
     fn drop(&mut self) {
-        self.holder.leave();
+        let shared = &self.lane.shared;
+        if shared.spots.disown(self.owner) {
+            shared.stop();
+        }
     }
 }
 
@@ -100,21 +101,16 @@ impl TimerService {
         Builder::default()
     }
 
-    /// The first handle on a service just built.
-    pub(crate) fn first(service: &Arc<ServiceState>) -> Self {
-        Self {
-            holder: ThreadHolders::hold(service),
-        }
+    /// A new owner of `shared`, on this thread's lane and spot.
+    pub(crate) fn owning(shared: &Arc<Shared>) -> Self {
+        let lane = lane::lane(shared);
+        let owner = lane.spot;
+        shared.spots.own(owner);
+        Self { lane, owner }
     }
 
-    /// The count this value is a holder on, for the holders' tests.
-    #[cfg(all(test, not(loom)))]
-    pub(crate) fn holder(&self) -> &Arc<ThreadHolders> {
-        &self.holder
-    }
-
-    pub(crate) fn state(&self) -> &ServiceState {
-        &self.holder.service
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.lane.shared
     }
 
     /// Runs `f` on the driver thread once `delay` has passed (or hands it
@@ -144,8 +140,8 @@ impl TimerService {
         delay: Duration,
         f: impl FnOnce() + Send + 'static,
     ) -> Result<TimerHandle, ScheduleError> {
-        let tick = self.state().clock.tick_after(delay);
-        self.schedule_tick(tick, delay >= parked::PARK_MIN, f)
+        let tick = self.shared().clock.tick_after(delay);
+        self.schedule_tick(tick, f)
     }
 
     /// Runs `f` on the driver thread at `deadline` (at once if it has passed).
@@ -166,8 +162,8 @@ impl TimerService {
         deadline: Instant,
         f: impl FnOnce() + Send + 'static,
     ) -> Result<TimerHandle, ScheduleError> {
-        let tick = self.state().clock.tick_for(deadline);
-        self.schedule_tick(tick, false, f)
+        let tick = self.shared().clock.tick_for(deadline);
+        self.schedule_tick(tick, f)
     }
 
     /// Runs `f` on the driver thread once `delay` has passed. Fire and
@@ -206,7 +202,7 @@ impl TimerService {
         delay: Duration,
         f: impl FnOnce() + Send + 'static,
     ) -> Result<(), ScheduleError> {
-        let tick = self.state().clock.tick_after(delay);
+        let tick = self.shared().clock.tick_after(delay);
         self.detach_tick(tick, f)
     }
 
@@ -233,7 +229,7 @@ impl TimerService {
         deadline: Instant,
         f: impl FnOnce() + Send + 'static,
     ) -> Result<(), ScheduleError> {
-        let tick = self.state().clock.tick_for(deadline);
+        let tick = self.shared().clock.tick_for(deadline);
         self.detach_tick(tick, f)
     }
 
@@ -242,26 +238,23 @@ impl TimerService {
         tick: u64,
         f: impl FnOnce() + Send + 'static,
     ) -> Result<(), ScheduleError> {
-        let state = self.state();
-        state.admit(true)?;
-        state.submit_job(tick, job::Job::new(f));
+        let shared = self.shared();
+        shared.admit(lane::spot(), true)?;
+        shared.submit(Message::Job(tick, Job::new(f)), tick);
         Ok(())
     }
 
-    /// `far`: the deadline is at least [`parked::PARK_MIN`] away, so the
-    /// timer may be parked rather than queued (see `parked`).
     fn schedule_tick(
         &self,
         tick: u64,
-        far: bool,
         f: impl FnOnce() + Send + 'static,
     ) -> Result<TimerHandle, ScheduleError> {
-        let state = self.state();
-        state.admit(true)?;
+        let lane = lane::lane(self.shared());
+        lane.shared.admit(lane.spot, true)?;
         let (entry, message) = EntryRef::new(tick, Callback::new(f));
-        state.hand_over(message, tick, far);
+        lane.shared.park(lane.spot, message, tick);
         Ok(TimerHandle {
-            service: self.clone(),
+            lane,
             entry: entry.erase(),
         })
     }
@@ -279,8 +272,7 @@ impl TimerService {
     /// });
     /// ```
     pub fn sleep(&self, delay: Duration) -> Sleep {
-        let (deadline, tick) = self.state().clock.deadline_after(delay);
-        Sleep::new(self.clone(), deadline, tick, delay >= parked::PARK_MIN)
+        Sleep::after(lane::lane(self.shared()), delay)
     }
 
     /// A future that completes at `deadline`.
@@ -290,19 +282,11 @@ impl TimerService {
     /// use std::time::{Duration, Instant};
     ///
     /// let timers = wheel_sync::TimerService::new();
-    /// let sleep = timers.sleep_until(Instant::now() + Duration::from_secs(1));
-    /// assert_eq!(timers.pending(), 1);
-    /// drop(sleep);
-    /// assert_eq!(timers.pending(), 0);
+    /// # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    /// rt.block_on(timers.sleep_until(Instant::now() + Duration::from_millis(1)));
     /// ```
     pub fn sleep_until(&self, deadline: Instant) -> Sleep {
-        let tick = self.state().clock.tick_for(deadline);
-        self.sleep_at_tick(deadline, tick)
-    }
-
-    /// A sleep until `deadline`, whose tick is `tick`.
-    pub(crate) fn sleep_at_tick(&self, deadline: Instant, tick: u64) -> Sleep {
-        Sleep::new(self.clone(), deadline, tick, false)
+        Sleep::until(lane::lane(self.shared()), deadline)
     }
 
     /// Runs `future` with a deadline `delay` from now.
@@ -402,7 +386,7 @@ impl TimerService {
     /// assert_eq!(timers.now(), start + Duration::from_millis(5));
     /// ```
     pub fn now(&self) -> Instant {
-        self.state().clock.now()
+        self.shared().clock.now()
     }
 
     /// Moves a [manual clock](Builder::manual_clock) forward by `by`, then
@@ -422,14 +406,14 @@ impl TimerService {
     /// use std::time::Duration;
     ///
     /// let timers = wheel_sync::TimerService::builder().manual_clock().build().unwrap();
-    /// let sleep = timers.sleep(Duration::from_secs(3600));
+    /// let handle = timers.schedule(Duration::from_secs(3600), || ()).unwrap();
     /// timers.advance(Duration::from_secs(3599)).unwrap();
-    /// assert!(!sleep.is_elapsed());
+    /// assert!(!handle.is_fired());
     /// timers.advance(Duration::from_secs(1)).unwrap();
-    /// assert!(sleep.is_elapsed());
+    /// assert!(handle.is_fired());
     /// ```
     pub fn advance(&self, by: Duration) -> Result<(), AdvanceError> {
-        self.state().advance(by)
+        self.shared().advance(by)
     }
 
     /// Live timers: scheduled callbacks, sleeps and timeouts that have not
@@ -446,7 +430,7 @@ impl TimerService {
     /// assert_eq!(timers.pending(), 0);
     /// ```
     pub fn pending(&self) -> usize {
-        self.state().pending()
+        self.shared().pending()
     }
 
     /// The counters (see [`Stats`]).
@@ -457,27 +441,25 @@ impl TimerService {
     /// assert_eq!(timers.stats().fired, 0);
     /// ```
     pub fn stats(&self) -> Stats {
-        let state = self.state();
-        let driver = state.stats();
+        let shared = self.shared();
+        let driver = &shared.stats;
         let load =
             |c: &crate::sync::atomic::AtomicU64| c.load(crate::sync::atomic::Ordering::Relaxed);
         let fired = load(&driver.fired);
-        let mean_ns = load(&driver.lateness_sum_ns)
-            .checked_div(fired)
-            .unwrap_or(0);
-        // Timers cancelled while parked never reach the driver's counts.
-        let retracted = state.retracted();
+        let max_lateness = Duration::from_nanos(load(&driver.lateness_max_ns));
         Stats {
-            scheduled: load(&driver.scheduled) + retracted,
+            scheduled: shared.spots.total(Count::Scheduled),
             fired,
-            cancelled: load(&driver.cancelled) + retracted,
-            panicked: state.panicked(),
-            pending: state.pending(),
-            max_lateness: Duration::from_nanos(load(&driver.lateness_max_ns)),
-            mean_lateness: Duration::from_nanos(mean_ns),
-            lateness: driver
-                .lateness
-                .lateness(Duration::from_nanos(load(&driver.lateness_max_ns))),
+            cancelled: shared.spots.total(Count::Cancelled),
+            panicked: shared.panicked(),
+            pending: shared.pending(),
+            max_lateness,
+            mean_lateness: Duration::from_nanos(
+                load(&driver.lateness_sum_ns)
+                    .checked_div(fired)
+                    .unwrap_or(0),
+            ),
+            lateness: driver.lateness.lateness(max_lateness),
             wakeups: load(&driver.wakeups),
             rounds: load(&driver.rounds),
             max_filed_per_round: load(&driver.max_filed),
@@ -504,15 +486,7 @@ impl TimerService {
     /// assert_eq!(timers.schedule(Duration::ZERO, || ()).unwrap_err(), ScheduleError::Shutdown);
     /// ```
     pub fn shutdown(&self) -> Result<ShutdownReport, ShutdownError> {
-        if self.state().on_driver_thread() {
-            return Err(ShutdownError::FromCallback);
-        }
-        let join = (self.state().take_join()).ok_or(ShutdownError::AlreadyShutDown)?;
-        self.state().begin_shutdown();
-        // The driver leaves its count behind before it ends, so nothing it
-        // could meet after (a panicking drop of the user's) can lose it.
-        let _ = join.join();
-        Ok(self.state().shutdown_report())
+        self.shared().shutdown()
     }
 }
 
@@ -520,8 +494,8 @@ impl fmt::Debug for TimerService {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TimerService")
             .field("pending", &self.pending())
-            .field("max_pending", &self.state().max_pending())
-            .field("shut_down", &self.state().is_shutdown())
+            .field("max_pending", &self.shared().max_pending())
+            .field("shut_down", &self.shared().is_shut_down())
             .finish()
     }
 }

@@ -27,10 +27,10 @@ pub(crate) mod atomic {
 /// Spawning, parking and yielding.
 pub(crate) mod thread {
     #[cfg(not(loom))]
-    pub(crate) use std::thread::{current, park, yield_now, JoinHandle, Thread};
+    pub(crate) use std::thread::{current, park, JoinHandle, Thread};
 
     #[cfg(loom)]
-    pub(crate) use loom::thread::{current, park, yield_now, JoinHandle, Thread};
+    pub(crate) use loom::thread::{current, park, JoinHandle, Thread};
 
     #[cfg(not(loom))]
     pub(crate) use std::thread::park_timeout;

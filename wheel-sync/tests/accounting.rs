@@ -5,8 +5,8 @@
 //! three adding up to what was scheduled — `pending()` is 0, and no sleep
 //! is left pending.
 //!
-//! Sleeps are futures with no `Ok`: one made once shutdown has begun is
-//! born shut down and never counted. So that each sleep's fate is known,
+//! Sleeps are futures with no `Ok`, whose timer is made by their first
+//! poll: one polled once shutdown has begun is shut down and never counted. So that each sleep's fate is known,
 //! a sleep is made, reset and dropped (its cancel) only while no shutdown
 //! is under way, or after it; callbacks, with handles and detached, race
 //! the shutdown freely.
@@ -107,7 +107,11 @@ fn produce(round: &Round, seed: u64, ops: usize, shut: &AtomicBool) -> Tally {
     // With whether a reset after shutdown refused it (see `5`).
     let mut sleeps: Vec<(Sleep, bool)> = Vec::new();
     let mut cx = Context::from_waker(Waker::noop());
-    for _ in 0..ops {
+    // At least `ops` operations, and on until the shutdown: every round
+    // races it, however fast the machine.
+    let mut done = 0;
+    while done < ops || !shut.load(SeqCst) {
+        done += 1;
         let timers = &round.timers;
         match rng.below(8) {
             0 | 1 => {
@@ -164,7 +168,8 @@ fn produce(round: &Round, seed: u64, ops: usize, shut: &AtomicBool) -> Tally {
                 }
             }
             5 => {
-                // A reset re-arms a fired sleep: a new timer. While no
+                // A reset re-arms a fired sleep: a new timer, made by the
+                // poll that follows (the task awaits it again). While no
                 // shutdown is under way (the lock) it is always admitted,
                 // and whether it had fired adds one to both sides of the
                 // count. After the shutdown it is refused, and the sleep,
@@ -176,6 +181,8 @@ fn produce(round: &Round, seed: u64, ops: usize, shut: &AtomicBool) -> Tally {
                         *refused = true;
                     }
                     sleep.reset(Instant::now() + delay(&mut rng));
+                    let poll = AssertUnwindSafe(|| std::pin::Pin::new(&mut *sleep).poll(&mut cx));
+                    let _ = catch_unwind(poll);
                 }
             }
             6 => {

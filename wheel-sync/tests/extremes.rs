@@ -4,7 +4,9 @@
 //! panic.
 #![cfg(not(loom))]
 
+use std::future::Future;
 use std::io::ErrorKind;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
@@ -63,11 +65,12 @@ fn duration_max_never_comes_however_far_the_clock_moves() {
         timers
             .schedule_detached(Duration::MAX, move || flag.store(true, SeqCst))
             .unwrap();
-        let sleep = timers.sleep(Duration::MAX);
+        let mut cx = Context::from_waker(Waker::noop());
+        let mut sleep = timers.sleep(Duration::MAX);
+        assert!(Pin::new(&mut sleep).poll(&mut cx).is_pending());
         let mut queue = DelayQueue::with_service(&timers);
         queue.insert("never", Duration::MAX);
         let mut interval = timers.interval(Duration::MAX);
-        let mut cx = Context::from_waker(Waker::noop());
         assert!(
             interval.poll_tick(&mut cx).is_ready(),
             "the first tick is at once"

@@ -171,8 +171,10 @@ fn timeout_ok_when_the_future_wins_err_when_time_wins() {
 fn timeout_at_keeps_its_deadline_and_lets_a_ready_future_win() {
     let timers = TimerService::new();
     let deadline = Instant::now() + Duration::from_millis(15);
-    let timeout = timers.timeout_at(deadline, std::future::pending::<()>());
+    let mut timeout = timers.timeout_at(deadline, std::future::pending::<()>());
     assert_eq!(timeout.deadline(), deadline);
+    assert_eq!(timers.pending(), 0, "no timer until it waits");
+    assert!(poll_once(&mut timeout, Waker::noop()).is_pending());
     assert_eq!(timers.pending(), 1);
     assert!(block_on(timeout).is_err());
     assert!(Instant::now() >= deadline, "the timeout elapsed early");

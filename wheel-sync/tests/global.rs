@@ -17,22 +17,33 @@ fn block_on<F: Future>(future: F) -> F::Output {
         .block_on(future)
 }
 
+/// Polls `future` once with a waker that does nothing: whether it waits.
+fn poll_pending<F: Future + Unpin>(future: &mut F) -> bool {
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    core::pin::Pin::new(future).poll(&mut cx).is_pending()
+}
+
 #[test]
 fn the_free_functions_share_one_global_service() {
     let global = TimerService::global();
     assert!(core::ptr::eq(global, TimerService::global()));
     assert_eq!(global.pending(), 0);
 
-    // Made on other threads, through their own handles, counted by one service.
+    // Made and polled on other threads, counted by one service.
     let sleeps: Vec<Sleep> = (0..3)
         .map(|_| {
-            std::thread::spawn(|| wheel_sync::sleep(HOUR))
-                .join()
-                .unwrap()
+            std::thread::spawn(|| {
+                let mut sleep = wheel_sync::sleep(HOUR);
+                assert!(poll_pending(&mut sleep));
+                sleep
+            })
+            .join()
+            .unwrap()
         })
         .collect();
     assert_eq!(global.pending(), 3);
-    let timeout = wheel_sync::timeout_at(Instant::now() + HOUR, core::future::pending::<()>());
+    let mut timeout = wheel_sync::timeout_at(Instant::now() + HOUR, core::future::pending::<()>());
+    assert!(poll_pending(&mut timeout));
     assert_eq!(global.pending(), 4);
     drop(sleeps);
     drop(timeout);

@@ -138,7 +138,8 @@ fn reset_starts_the_schedule_again_a_period_from_now() {
 #[test]
 fn an_interval_is_one_pending_timer_for_its_whole_life() {
     let timers = TimerService::new();
-    let later = timers.interval_at(Instant::now() + Duration::from_secs(3600), PERIOD);
+    let mut later = timers.interval_at(Instant::now() + Duration::from_secs(3600), PERIOD);
+    assert_eq!(poll_now(&mut later), Poll::Pending);
     assert_eq!(timers.pending(), 1);
     drop(later);
     assert_eq!(timers.pending(), 0);

@@ -11,7 +11,7 @@ use wheel_sync::{ScheduleError, TimerHandle, TimerService};
 
 mod common;
 use common::patiently::wait_until;
-use common::{XorShift, HOUR, PATIENCE};
+use common::{polled, XorShift, HOUR, PATIENCE};
 
 #[test]
 fn pending_counts_every_live_timer() {
@@ -20,8 +20,14 @@ fn pending_counts_every_live_timer() {
     let callback = timers.schedule(HOUR, || ()).unwrap();
     let at = timers.schedule_at(Instant::now() + HOUR, || ()).unwrap();
     let sleep = timers.sleep(HOUR);
-    let sleep_until = timers.sleep_until(Instant::now() + HOUR);
-    let timeout = timers.timeout(HOUR, std::future::pending::<()>());
+    assert_eq!(
+        timers.pending(),
+        2,
+        "a Sleep's timer is made by its first poll"
+    );
+    let sleep = polled(sleep);
+    let sleep_until = polled(timers.sleep_until(Instant::now() + HOUR));
+    let timeout = polled(timers.timeout(HOUR, std::future::pending::<()>()));
     assert_eq!(timers.pending(), 5);
     assert_eq!(timers.stats().pending, 5);
 
@@ -170,14 +176,14 @@ fn max_pending_never_refuses_below_the_limit() {
 #[test]
 fn futures_count_toward_the_limit_but_are_never_refused() {
     let timers = TimerService::builder().max_pending(2).build().unwrap();
-    let first = timers.sleep(HOUR);
-    let second = timers.timeout(HOUR, std::future::pending::<()>());
+    let first = polled(timers.sleep(HOUR));
+    let second = polled(timers.timeout(HOUR, std::future::pending::<()>()));
     assert_eq!(timers.pending(), 2);
     assert_eq!(
         timers.schedule(HOUR, || ()).unwrap_err(),
         ScheduleError::TooManyPending { limit: 2 }
     );
-    let third = timers.sleep(HOUR);
+    let third = polled(timers.sleep(HOUR));
     assert_eq!(
         timers.pending(),
         3,

@@ -1,6 +1,7 @@
 //! Shutdown drops what is pending unrun, wakes pending futures (which then
 //! panic when polled) and refuses what comes after; no driver thread outlives
-//! the service, whether it is shut down or its last handle drops.
+//! the service, whether it is shut down or its last clone drops; and a
+//! shutdown that returns, returns with the service down.
 #![cfg(not(loom))]
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -80,6 +81,48 @@ fn shutdown_drops_pending_callbacks_unrun() {
     );
 }
 
+/// A shutdown called while another is joining the driver (stuck in a
+/// callback) waits for it: whoever gets an answer finds the service down.
+#[test]
+fn a_second_shutdown_returns_only_once_the_service_is_down() {
+    let timers = TimerService::new();
+    let (running, callback_runs) = mpsc::channel();
+    let (release, released) = mpsc::channel::<()>();
+    let finished = Arc::new(AtomicBool::new(false));
+    let flag = finished.clone();
+    timers
+        .schedule(Duration::ZERO, move || {
+            running.send(()).unwrap();
+            let _ = released.recv();
+            flag.store(true, SeqCst);
+        })
+        .unwrap();
+    for _ in 0..100 {
+        timers.schedule(HOUR, || ()).unwrap();
+    }
+    callback_runs.recv_timeout(PATIENCE).unwrap();
+    let first = {
+        let timers = timers.clone();
+        std::thread::spawn(move || timers.shutdown())
+    };
+    assert!(wait_until(|| timers.sleep(HOUR).is_shut_down()));
+    let second = {
+        let (timers, finished) = (timers.clone(), finished.clone());
+        std::thread::spawn(move || {
+            let answer = timers.shutdown();
+            (answer, timers.pending(), finished.load(SeqCst))
+        })
+    };
+    // Time for the second call to answer early, as it once did.
+    std::thread::sleep(Duration::from_millis(50));
+    release.send(()).unwrap();
+    let (answer, pending, callback_finished) = second.join().unwrap();
+    assert_eq!(answer, Err(ShutdownError::AlreadyShutDown));
+    assert_eq!(pending, 0, "answered before the shutdown was done");
+    assert!(callback_finished, "answered while a callback still ran");
+    assert_eq!(first.join().unwrap().unwrap().unfired, 100);
+}
+
 #[test]
 fn sleep_pending_at_shutdown_is_woken_and_panics_when_polled() {
     let timers = TimerService::new();
@@ -92,7 +135,8 @@ fn sleep_pending_at_shutdown_is_woken_and_panics_when_polled() {
     assert!(poll_once(&mut timeout, &timeout_waker).is_pending());
 
     let report = timers.shutdown().unwrap();
-    assert_eq!(report.unfired, 3, "{report:?}");
+    // The ready timeout was never polled into waiting: it has no timer.
+    assert_eq!(report.unfired, 2, "{report:?}");
     assert_eq!(
         sleep_wakes.count(),
         1,
@@ -155,23 +199,24 @@ fn no_driver_thread_outlives_the_service() {
         .unwrap();
     assert!(wait_until(|| threads_named(&name) == 1));
     let handle = timers.schedule(HOUR, || ()).unwrap();
-    let sleep = timers.sleep(HOUR);
+    let sleep = common::polled(timers.sleep(HOUR));
     drop(timers.clone());
-    drop(timers);
-    drop(handle);
-    // The Sleep still holds the service.
-    assert_eq!(threads_named(&name), 1);
+    assert_eq!(threads_named(&name), 1, "a clone is left");
+    // The last clone goes: the service with it, as a runtime's would,
+    // though a callback's handle and a pending Sleep are left.
     let started = Instant::now();
-    drop(sleep);
+    drop(timers);
     let took = started.elapsed();
     assert!(
         took < Duration::from_secs(2),
-        "dropping the last handle took {took:?}"
+        "dropping the last clone took {took:?}"
     );
+    // Joined, so gone from /proc a moment later.
     assert!(
         wait_until(|| threads_named(&name) == 0),
         "driver thread {name} outlived the service"
     );
+    assert!(handle.is_cancelled() && sleep.is_shut_down());
 
     let (name, timers) = named_service();
     assert!(wait_until(|| threads_named(&name) == 1));
@@ -183,20 +228,20 @@ fn no_driver_thread_outlives_the_service() {
 }
 
 #[test]
-fn dropping_the_last_handle_is_prompt_and_drops_unfired_callbacks() {
+fn dropping_the_last_clone_is_prompt_and_drops_unfired_callbacks() {
     let timers = TimerService::new();
     let (guard, dropped) = drop_flag();
     let handle = timers.schedule(HOUR, move || drop(guard)).unwrap();
     let other = timers.clone();
     drop(timers);
     drop(handle);
-    assert!(!dropped.load(SeqCst), "dropped while a handle was left");
+    assert!(!dropped.load(SeqCst), "dropped while a clone was left");
     let started = Instant::now();
     drop(other);
     let took = started.elapsed();
     assert!(
         took < Duration::from_secs(2),
-        "dropping the last handle took {took:?}"
+        "dropping the last clone took {took:?}"
     );
     assert!(
         dropped.load(SeqCst),
@@ -204,30 +249,33 @@ fn dropping_the_last_handle_is_prompt_and_drops_unfired_callbacks() {
     );
 }
 
-/// Each clone counts its own handles; a handle made through a clone keeps
-/// the service running after every `TimerService` value is gone.
+/// A clone keeps the service running, whichever clone it was made from;
+/// what the service hands out (a callback's handle, a `Sleep`) does not.
 #[cfg(target_os = "linux")]
 #[test]
-fn a_handle_made_through_a_clone_keeps_the_service_alive() {
+fn a_clone_keeps_the_service_running_and_what_it_hands_out_does_not() {
     let (name, timers) = named_service();
     let clone = timers.clone();
     let (tx, rx) = mpsc::channel();
-    let handle = clone
+    let handle = timers
         .schedule(Duration::from_millis(20), move || tx.send(()).unwrap())
         .unwrap();
-    let sleep = timers.clone().sleep(Duration::from_millis(40));
-    drop(clone);
+    let sleep = timers.sleep(Duration::from_millis(40));
     drop(timers);
     rx.recv_timeout(PATIENCE)
-        .expect("the handle alone did not keep the driver running");
+        .expect("the clone did not keep the driver running");
     assert!(handle.is_fired());
     block_on(sleep);
     assert_eq!(threads_named(&name), 1);
-    drop(handle);
+    let (tx, rx) = mpsc::channel::<()>();
+    let unfired = clone.schedule(HOUR, move || drop(tx)).unwrap();
+    drop(clone);
     assert!(
         wait_until(|| threads_named(&name) == 0),
-        "the driver outlived its last handle"
+        "the driver outlived its last clone"
     );
+    assert!(unfired.is_cancelled(), "{unfired:?}");
+    assert!(rx.recv().is_err(), "the unfired callback was dropped");
 }
 
 /// Threads that held the service by reference and let go, but still run:
@@ -264,25 +312,24 @@ fn threads_that_let_go_but_still_run_do_not_keep_the_service_alive() {
     );
 }
 
-/// A pending `Sleep` is a handle: its entry sits in the driver's wheel,
-/// but only the `Sleep` holds the service, so the driver runs while the
-/// `Sleep` lives and ends when it drops.
+/// A pending `Sleep` whose service's last clone goes is woken, shut down,
+/// and panics when polled; its own drop afterwards is harmless.
 #[cfg(target_os = "linux")]
 #[test]
-fn a_pending_sleep_is_a_handle_until_it_drops() {
+fn a_pending_sleep_is_woken_when_the_last_clone_goes() {
     let (name, timers) = named_service();
-    let sleep = timers.sleep(HOUR);
+    let (wakes, waker) = counting_waker();
+    let mut sleep = timers.sleep(HOUR);
+    assert!(poll_once(&mut sleep, &waker).is_pending());
     // Filed in the wheel, so the driver holds the entry too.
     assert!(wait_until(|| timers.stats().scheduled == 1));
     drop(timers);
-    std::thread::sleep(Duration::from_millis(20));
-    assert_eq!(threads_named(&name), 1, "the sleep alone keeps it running");
-    assert!(!sleep.is_shut_down());
+    assert!(wait_until(|| threads_named(&name) == 0));
+    assert_eq!(wakes.count(), 1, "not woken by the shutdown");
+    assert!(sleep.is_shut_down());
+    let polled = catch_unwind(AssertUnwindSafe(|| poll_once(&mut sleep, Waker::noop())));
+    assert!(polled.is_err(), "polling a shut-down Sleep must panic");
     drop(sleep);
-    assert!(
-        wait_until(|| threads_named(&name) == 0),
-        "the driver outlived the last Sleep"
-    );
 }
 
 /// Handles kept in a thread-local are dropped by the thread's teardown,

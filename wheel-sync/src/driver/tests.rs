@@ -1,56 +1,33 @@
-//! The driver's own steps, driven by hand on a manual clock.
+//! The driver's own steps, and what its own failure leaves behind.
 
 use std::sync::mpsc;
+use std::sync::Mutex as StdMutex;
 use std::time::{Duration, Instant};
+
+use core::future::Future;
 
 use super::*;
 use crate::action::Wake;
 use crate::clock::Clock;
 use crate::entry::FIRED;
+use crate::sync::atomic::Ordering;
+
+/// The name of a driver thread whose next round panics, as a bug would.
+static FAIL_NEXT_ROUND: StdMutex<Option<String>> = StdMutex::new(None);
+
+/// Called as each round begins: panics on the thread named to fail.
+pub(super) fn maybe_fail() {
+    let mut fail = FAIL_NEXT_ROUND.lock().unwrap_or_else(|e| e.into_inner());
+    if fail.is_some() && fail.as_deref() == thread::current().name() {
+        *fail = None;
+        drop(fail);
+        panic!("the driver's own code panics");
+    }
+}
 
 /// How long a step may take before a test gives up: miri runs these
 /// tests a thousand times slower, on the real clock.
 const PATIENCE: Duration = Duration::from_secs(if cfg!(miri) { 120 } else { 10 });
-
-/// A driver on a manual clock with a 1 ms tick, not yet running.
-fn manual_driver() -> (Arc<ServiceState>, Driver) {
-    let clock = Clock::new(Duration::from_millis(1), true);
-    let (state, consumer) = ServiceState::new(clock, usize::MAX, None);
-    let driver = Driver::new(Arc::clone(&state), consumer);
-    (state, driver)
-}
-
-#[test]
-fn a_sweep_before_a_long_sleep_that_files_a_due_timer_goes_back_to_a_round() {
-    let (state, mut driver) = manual_driver();
-    // A sleep's entry, parked and already due: as a parked sleep reset to
-    // now leaves it.
-    let (entry, message) = EntryRef::new(0, Wake::default());
-    state.admit(false).unwrap();
-    assert!(state.parked.park(message).is_none());
-    let (tx, rx) = mpsc::channel();
-    let parker = {
-        let state = Arc::clone(&state);
-        std::thread::spawn(move || {
-            state.set_driver(std::thread::current());
-            // With an empty wheel the plan is to sleep for good, so the
-            // parked messages are swept first; what that files is due.
-            driver.park(false);
-            tx.send(()).unwrap();
-            driver
-        })
-    };
-    let went_back = rx.recv_timeout(PATIENCE).is_ok();
-    if !went_back {
-        // Parked for good past a due timer: wake it to end the test.
-        state.sleeping_until.store(AWAKE, Ordering::Relaxed);
-        state.unpark_driver();
-    }
-    let mut driver = parker.join().unwrap();
-    assert!(went_back, "the driver slept past a due timer");
-    assert!(driver.fire_due(state.clock.now()));
-    assert_eq!(entry.state(), FIRED);
-}
 
 #[test]
 fn a_producer_preempted_between_claim_and_write_neither_spins_the_driver_nor_holds_due_timers() {
@@ -59,16 +36,16 @@ fn a_producer_preempted_between_claim_and_write_neither_spins_the_driver_nor_hol
     use std::sync::atomic::AtomicUsize as StdAtomicUsize;
 
     let clock = Clock::new(Duration::from_millis(1), false);
-    let (state, consumer) = ServiceState::new(clock, usize::MAX, None);
-    let driver = Driver::new(Arc::clone(&state), consumer);
-    let join = std::thread::spawn(move || driver.run());
-    state.set_driver(join.thread().clone());
+    let (state, consumer) = Shared::new(clock, usize::MAX);
+    let state = Arc::new(state);
+    let driver = Driver::new(Arc::clone(&state), consumer, None);
+    state.set_driver(std::thread::spawn(move || driver.run()));
     // A timer in the wheel, due 30 ms from now.
     let due = state.clock.tick_after(Duration::from_millis(30));
-    let (entry, message) = EntryRef::new(due, Wake::default());
-    state.admit(false).unwrap();
-    state.submit(message, due);
-    while state.stats().scheduled.load(Ordering::Relaxed) == 0 {
+    let (entry, message) = EntryRef::new(due, Wake::new(std::task::Waker::noop()));
+    state.admit(0, false).unwrap();
+    state.submit(Message::Entry(message), due);
+    while entry.wheel_index() == crate::entry::INDEX_NEW {
         std::thread::yield_now();
     }
     // A producer claims a place and stops before writing it; a job queued
@@ -86,14 +63,14 @@ fn a_producer_preempted_between_claim_and_write_neither_spins_the_driver_nor_hol
         let (state, job) = (Arc::clone(&state), job(&ran));
         std::thread::spawn(move || {
             stall::next_push(claimed, held);
-            state.admit(true).unwrap();
-            state.submit_job(0, job);
+            state.admit(0, true).unwrap();
+            state.submit(Message::Job(0, job), 0);
         })
     };
     claim.recv_timeout(PATIENCE).unwrap();
-    state.admit(true).unwrap();
-    state.submit_job(0, job(&ran));
-    let rounds = || state.stats().rounds.load(Ordering::Relaxed);
+    state.admit(0, true).unwrap();
+    state.submit(Message::Job(0, job(&ran)), 0);
+    let rounds = || state.stats.rounds.load(Ordering::Relaxed);
     let (before, start) = (rounds(), Instant::now());
     // The wheel's timer fires meanwhile, the queue's waits.
     while entry.state() != FIRED {
@@ -111,8 +88,7 @@ fn a_producer_preempted_between_claim_and_write_neither_spins_the_driver_nor_hol
     while ran.load(Ordering::Relaxed) < 2 {
         std::thread::yield_now();
     }
-    state.begin_shutdown();
-    join.join().unwrap();
+    state.shutdown().unwrap();
     // Yielding alone, a round every few microseconds: hundreds a ms.
     assert!(
         u128::from(spun) < 10 * elapsed_ms,
@@ -124,18 +100,18 @@ fn a_producer_preempted_between_claim_and_write_neither_spins_the_driver_nor_hol
 fn should_the_driver_die_every_call_reports_it_and_nothing_hangs() {
     use crate::{ScheduleError, TimerService};
 
-    let timers = TimerService::new();
+    let name = "wheel-sync driver that dies";
+    let timers = TimerService::builder().thread_name(name).build().unwrap();
     let hour = Duration::from_secs(3600);
     let handle = timers.schedule(hour, || ()).unwrap();
-    let sleep = timers.sleep(hour);
-    timers
-        .state()
-        .fail_next_round
-        .store(true, Ordering::Relaxed);
+    let mut sleep = timers.sleep(hour);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    assert!(core::pin::Pin::new(&mut sleep).poll(&mut cx).is_pending());
+    *FAIL_NEXT_ROUND.lock().unwrap() = Some(name.into());
     // Wake the driver into the round that fails.
     let _ = timers.schedule(Duration::ZERO, || ());
     let give_up = Instant::now() + PATIENCE;
-    while !timers.state().is_shutdown() {
+    while !timers.shared().is_shut_down() {
         assert!(Instant::now() < give_up, "the driver's death went unseen");
         std::thread::yield_now();
     }
@@ -150,4 +126,8 @@ fn should_the_driver_die_every_call_reports_it_and_nothing_hangs() {
     assert!(sleep.is_shut_down());
     assert_eq!(timers.pending(), 0);
     assert!((2..=3).contains(&report.unfired), "{report:?}");
+    assert_eq!(
+        timers.shutdown().unwrap_err(),
+        crate::ShutdownError::AlreadyShutDown
+    );
 }

@@ -141,7 +141,7 @@ fn multi_producer_every_item_once_in_producer_order() {
                 next_index[p] += 1;
                 order.push((p, i));
             }
-            None => thread::yield_now(),
+            None => std::thread::yield_now(),
         }
     }
     assert_eq!(consumer.pop().map(|(p, i, _)| (p, i)), None);

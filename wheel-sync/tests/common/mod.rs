@@ -112,6 +112,13 @@ pub fn poll_once<F: Future + Unpin>(future: &mut F, waker: &Waker) -> Poll<F::Ou
     Pin::new(future).poll(&mut Context::from_waker(waker))
 }
 
+/// `future` as a task holds it after a first poll that found it waiting:
+/// a `Sleep`'s timer is made by that poll.
+pub fn polled<F: Future + Unpin>(mut future: F) -> F {
+    assert!(poll_once(&mut future, Waker::noop()).is_pending());
+    future
+}
+
 /// Wakes a thread parked in [`block_on`].
 struct Unparker(thread::Thread);
 

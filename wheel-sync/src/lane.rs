@@ -1,0 +1,111 @@
+//! A thread's lane to a service: what every handle the thread makes (a
+//! callback's [`TimerHandle`](crate::TimerHandle), a [`Sleep`](crate::Sleep))
+//! holds of the service, so that making and dropping handles writes only
+//! lines the thread owns, however the service is held (by reference, a clone
+//! per task, the global functions).
+//!
+//! A lane is the service's memory, counted: handles count on their
+//! thread's lane, and each lane holds the service once. It names the
+//! thread's spot (see `spot`): where the thread parks its newest timer and
+//! counts its live ones. A thread keeps its lanes until it ends; one whose
+//! service has shut down is forgotten when the thread next needs a new one.
+//! Lanes do not keep the service running: its `TimerService` clones do.
+
+use core::cell::{Cell, RefCell};
+
+use crate::shared::Shared;
+use crate::sync::Arc;
+
+/// A thread's reference to a service, and its spot there.
+pub(crate) struct Lane {
+    pub(crate) shared: Arc<Shared>,
+    /// The thread's spot index (see `spot`).
+    pub(crate) spot: usize,
+}
+
+/// This thread's lanes and number.
+struct ThisThread {
+    /// This thread's number plus one; 0 until drawn.
+    number: Cell<usize>,
+    lanes: RefCell<Vec<Arc<Lane>>>,
+}
+
+impl ThisThread {
+    fn new() -> Self {
+        Self {
+            number: Cell::new(0),
+            lanes: RefCell::new(Vec::new()),
+        }
+    }
+
+    fn spot(&self) -> usize {
+        if self.number.get() == 0 {
+            // Only their spread matters: a plain `std` counter even under loom.
+            static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+            let drawn = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.number.set(drawn.wrapping_add(1).max(1));
+        }
+        self.number.get() - 1
+    }
+}
+
+#[cfg(not(loom))]
+std::thread_local! {
+    static THIS_THREAD: ThisThread = ThisThread::new();
+}
+
+#[cfg(loom)]
+loom::thread_local! {
+    static THIS_THREAD: ThisThread = ThisThread::new();
+}
+
+/// This thread's spot index; 0 during the thread's teardown.
+#[inline]
+pub(crate) fn spot() -> usize {
+    THIS_THREAD.try_with(ThisThread::spot).unwrap_or(0)
+}
+
+/// This thread's lane to `shared`, made on first use.
+#[inline]
+pub(crate) fn lane(shared: &Arc<Shared>) -> Arc<Lane> {
+    let found = THIS_THREAD.try_with(|this| {
+        let lanes = this.lanes.try_borrow().ok()?;
+        let found = lanes.iter().find(|lane| Arc::ptr_eq(&lane.shared, shared));
+        found.map(Arc::clone)
+    });
+    match found {
+        Ok(Some(lane)) => lane,
+        _ => new_lane(shared),
+    }
+}
+
+/// A lane for this thread, kept for its next handles: the first it makes
+/// on the service. Lanes of services that have shut down are forgotten
+/// meanwhile (dropped after the borrow, as a lane's drop may drop the
+/// service, and with it user code).
+#[cold]
+fn new_lane(shared: &Arc<Shared>) -> Arc<Lane> {
+    let made = THIS_THREAD.try_with(|this| {
+        let lane = Arc::new(Lane {
+            shared: Arc::clone(shared),
+            spot: this.spot(),
+        });
+        let mut lanes = this.lanes.try_borrow_mut().ok()?;
+        let (live, gone) = lanes.drain(..).partition(|l| !l.shared.is_shut_down());
+        *lanes = live;
+        lanes.push(Arc::clone(&lane));
+        Some((lane, gone))
+    });
+    match made {
+        Ok(Some((lane, gone))) => {
+            drop::<Vec<Arc<Lane>>>(gone);
+            lane
+        }
+        // In the thread's teardown, or from a drop run inside a look-up:
+        // a lane of its own, kept by its handles alone.
+        _ => Arc::new(Lane {
+            shared: Arc::clone(shared),
+            spot: spot(),
+        }),
+    }
+}

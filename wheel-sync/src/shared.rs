@@ -1,0 +1,493 @@
+//! What producers and the driver share, and the one protocol between them.
+//!
+//! # Ground rules
+//!
+//! The whole protocol is these rules; every file that takes part points
+//! here.
+//!
+//! 1. **Fate.** A timer with an entry leaves `PENDING` by one
+//!    compare-exchange on its state word (`entry`). The winner owns the
+//!    consequence (run or drop the callback, take or drop the waker) and
+//!    counts the timer out of `pending`. Only a `Sleep`'s owner moves its
+//!    timer back to `PENDING`; `ABANDONED` is final.
+//! 2. **One message in flight.** A producer that changes an entry's word
+//!    sets `QUEUED` in the same exchange, and sends a message for the
+//!    entry only if `QUEUED` was clear. The driver clears `QUEUED` as it
+//!    takes the message and acts on the word it cleared it in, so the wheel
+//!    always comes to agree with the word's last change. A detached
+//!    callback has no entry: it is the message.
+//!
+//!    A message goes through the queue or, for a new timer with an entry,
+//!    waits in its thread's parking spot (`spot`), displacing the one there
+//!    into the queue. The driver takes every parked message each round, so
+//!    a parked message is as good as a queued one to every rule here; a
+//!    cancel from the thread that parked it takes it back, and the driver
+//!    never sees that timer (a request answered in time).
+//! 3. **The driver's word** says what the driver is doing: `AWAKE`, asleep
+//!    until a tick, or `SHUT_DOWN` (for good). It is the other half of two
+//!    Dekker pairs, each side storing, fencing `SeqCst`, then loading:
+//!    - *admission*: a producer counts its timer in, fences, and reads the
+//!      word; on `SHUT_DOWN` it counts the timer out and refuses it. The
+//!      driver stores `SHUT_DOWN`, fences, and reads `pending`, filing and
+//!      abandoning until it reads zero. So a timer admitted `Ok` is one
+//!      the driver waits for, however late its message comes.
+//!    - *wake-up*: a producer sends (pushes or parks), fences, and reads
+//!      the word; if the driver sleeps past the tick by which it must look
+//!      at the message (`look_by`), the producer swaps the word to `AWAKE`
+//!      and unparks it (one unpark per sleep, however many producers see
+//!      it). The driver stores the tick it will wake at, fences, and sleeps
+//!      only if the queue and the spots are empty and no `advance` waits.
+//!      A cancel needs no wake-up: the cancelled timer is still in the
+//!      wheel, so the driver's plan is no later than its deadline.
+//!
+//!    Without a `max_pending` limit, each thread counts its timers in and
+//!    out on its spot, so threads never contend on one count; `pending` is
+//!    the spots' sum. With a limit, one shared count enforces it exactly.
+//! 4. **The driver owns the wheels.** Only the driver thread touches them
+//!    and an entry's wheel index. A round files at most [`BATCH`]
+//!    messages, fires at most `BATCH` due timers in deadline order, and
+//!    then wakes the fired sleeps' tasks. While timers are pending it
+//!    sleeps at most [`RECLAIM_EVERY`], so a cancelled timer's memory goes
+//!    back within that long without its canceller waking anyone.
+//! 5. **User code** (callbacks, wakers, the drops of closures and wakers)
+//!    runs outside every lock, never inside other user code, and its panics
+//!    are caught and counted in one place ([`Shared::count_panics`]).
+//! 6. **A manual clock's `advance`** bumps `advances`, fences, and wakes
+//!    the driver; the driver reads `advances` before it files, and stores
+//!    it in `served` after a round that filed everything and fired
+//!    everything due. `advance` returns once `served` reaches its bump, so
+//!    every timer submitted before the call, due by the new time, has
+//!    fired.
+//! 7. **Shutdown** is joined once: whoever takes the driver's join handle
+//!    joins it while holding the lock it sits behind, so a second caller
+//!    returns only once the service is down.
+
+use core::fmt;
+use crossbeam_utils::CachePadded;
+
+use crate::clock::Clock;
+use crate::entry::{self, EntryRef};
+use crate::executor::Counts;
+use crate::job::Job;
+use crate::lateness::Histogram;
+use crate::queue::{Consumer, Producer};
+use crate::spot::{Count, Spots};
+use crate::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
+use crate::sync::{thread, Backoff, Mutex};
+use crate::{AdvanceError, ScheduleError, ShutdownError, ShutdownReport};
+
+/// Messages filed and due timers fired per round at most: a burst of
+/// submissions never holds off what is due, nor a flood of due timers the
+/// submissions.
+pub(crate) const BATCH: usize = if cfg!(loom) { 2 } else { 4096 };
+/// The longest the driver sleeps while timers are pending.
+pub(crate) const RECLAIM_EVERY: core::time::Duration = core::time::Duration::from_millis(100);
+/// A sleeping driver is woken at least once per this many submissions, so
+/// a backlog is filed while it builds rather than all at once.
+const WAKE_EVERY: u64 = if cfg!(loom) { 2 } else { 1024 };
+
+/// The driver's word while it runs a round.
+pub(crate) const AWAKE: u64 = 0;
+/// The driver's word while it sleeps until woken.
+pub(crate) const FOREVER: u64 = u64::MAX - 1;
+/// The driver's word once the service is shut down.
+pub(crate) const SHUT_DOWN: u64 = u64::MAX;
+
+/// What travels through the queue to the driver.
+pub(crate) enum Message {
+    /// An entry whose state word the driver makes the wheel agree with.
+    Entry(EntryRef),
+    /// A detached callback, due at the tick: the driver's alone from now on.
+    Job(u64, Job),
+}
+
+/// What producers and the driver share.
+pub(crate) struct Shared {
+    producer: Producer<Message>,
+    pub(crate) clock: Clock,
+    /// `AWAKE`, the tick the driver sleeps until, or `SHUT_DOWN`.
+    word: CachePadded<AtomicU64>,
+    /// Parked messages, and each thread's count of live timers.
+    pub(crate) spots: Spots,
+    /// Live timers under a `max_pending` limit (else counted in `spots`).
+    pending: CachePadded<AtomicUsize>,
+    /// What `schedule` admits; `usize::MAX` for no limit.
+    max_pending: usize,
+    /// The driver thread, to unpark it; set as it is spawned.
+    driver: Mutex<Option<thread::Thread>>,
+    /// Taken, and joined under the lock, by the one caller that ends it.
+    join: Mutex<Option<thread::JoinHandle<()>>>,
+    /// Counters only the driver writes, on a line of their own.
+    pub(crate) stats: CachePadded<DriverStats>,
+    /// Panics of user code wherever caught, and callbacks left unrun.
+    pub(crate) counts: std::sync::Arc<Counts>,
+    /// How many timers the shutdown abandoned; read after the join.
+    unfired: AtomicUsize,
+    /// `advance` calls made (a manual clock).
+    advances: AtomicU64,
+    /// The last of them the driver has served.
+    served: AtomicU64,
+}
+
+/// Counters only the driver writes: a load and a store, no read-modify-write.
+#[derive(Default)]
+pub(crate) struct DriverStats {
+    pub(crate) fired: AtomicU64,
+    pub(crate) lateness_sum_ns: AtomicU64,
+    pub(crate) lateness_max_ns: AtomicU64,
+    /// Every fired timer's lateness, in buckets.
+    pub(crate) lateness: Histogram,
+    pub(crate) wakeups: AtomicU64,
+    pub(crate) rounds: AtomicU64,
+    /// The most messages filed in one round.
+    pub(crate) max_filed: AtomicU64,
+    /// The most timers taken out of the wheels in one round.
+    pub(crate) max_fired: AtomicU64,
+}
+
+impl DriverStats {
+    pub(crate) fn bump(counter: &AtomicU64, by: u64) {
+        counter.store(counter.load(Ordering::Relaxed) + by, Ordering::Relaxed);
+    }
+
+    /// Raises a maximum to `to`.
+    pub(crate) fn raise(counter: &AtomicU64, to: u64) {
+        if to > counter.load(Ordering::Relaxed) {
+            counter.store(to, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Shared {
+    pub(crate) fn new(clock: Clock, max_pending: usize) -> (Self, Consumer<Message>) {
+        let (producer, consumer) = crate::queue::channel();
+        let shared = Self {
+            producer,
+            clock,
+            word: CachePadded::new(AtomicU64::new(AWAKE)),
+            spots: Spots::new(),
+            pending: CachePadded::new(AtomicUsize::new(0)),
+            max_pending,
+            driver: Mutex::new(None),
+            join: Mutex::new(None),
+            stats: CachePadded::default(),
+            counts: std::sync::Arc::default(),
+            unfired: AtomicUsize::new(0),
+            advances: AtomicU64::new(0),
+            served: AtomicU64::new(0),
+        };
+        (shared, consumer)
+    }
+
+    /// The driver thread, once spawned, and the handle to join it by.
+    pub(crate) fn set_driver(&self, join: thread::JoinHandle<()>) {
+        *lock(&self.driver) = Some(join.thread().clone());
+        *lock(&self.join) = Some(join);
+    }
+
+    // ---- Admission and counting (rule 3, admission) ----
+
+    /// Counts a new timer in on spot `spot`, or refuses it. Futures pass
+    /// `limited = false`: they count toward the limit but are never refused
+    /// by it. An `Ok` obliges the caller to hand the timer over, or count it
+    /// out itself.
+    pub(crate) fn admit(&self, spot: usize, limited: bool) -> Result<(), ScheduleError> {
+        if self.max_pending == usize::MAX {
+            // Counted below.
+        } else if limited {
+            let limit = self.max_pending;
+            self.pending
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |p| {
+                    (p < limit).then_some(p + 1)
+                })
+                .map_err(|_| ScheduleError::TooManyPending { limit })?;
+        } else {
+            self.pending.fetch_add(1, Ordering::AcqRel);
+        }
+        self.spots.count(spot, Count::Scheduled, 1);
+        fence(Ordering::SeqCst);
+        if self.word.load(Ordering::Relaxed) == SHUT_DOWN {
+            self.spots.count(spot, Count::Scheduled, -1);
+            self.uncount_limited(1);
+            return Err(ScheduleError::Shutdown);
+        }
+        Ok(())
+    }
+
+    /// `n` timers left `PENDING` by transitions this thread won, other than
+    /// their owners' cancels; counted out on spot `spot`.
+    pub(crate) fn release(&self, spot: usize, n: usize) {
+        self.spots.count(spot, Count::Released, n as i64);
+        self.uncount_limited(n);
+    }
+
+    /// Counts `n` timers out of the limit's count, if there is a limit.
+    fn uncount_limited(&self, n: usize) {
+        if self.max_pending != usize::MAX {
+            self.pending.fetch_sub(n, Ordering::AcqRel);
+        }
+    }
+
+    /// Live timers. Without a limit, the spots' sum: exact when no timer is
+    /// being counted meanwhile.
+    pub(crate) fn pending(&self) -> usize {
+        if self.max_pending == usize::MAX {
+            self.spots.live()
+        } else {
+            self.pending.load(Ordering::Acquire)
+        }
+    }
+
+    pub(crate) fn max_pending(&self) -> Option<usize> {
+        (self.max_pending != usize::MAX).then_some(self.max_pending)
+    }
+
+    /// Counts `n` panics of user code, caught where they ran.
+    pub(crate) fn count_panics(&self, n: u64) {
+        if n > 0 {
+            self.counts.panicked.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
+    /// Panics of user code caught so far, wherever they ran.
+    pub(crate) fn panicked(&self) -> u64 {
+        self.counts.panicked.load(Ordering::Relaxed)
+    }
+
+    // ---- Submission (rules 2 and 3, wake-up) ----
+
+    /// Hands `message` to the driver, which must have looked at it by tick
+    /// `look_by`: a driver asleep past that is woken.
+    pub(crate) fn submit(&self, message: Message, look_by: u64) {
+        let seq = self.producer.push(message);
+        self.look_by(look_by, seq);
+    }
+
+    /// Parks a new timer's `message` in spot `spot`, the driver to look at
+    /// it by tick `look_by`; the message it displaces is pushed.
+    pub(crate) fn park(&self, spot: usize, message: EntryRef, look_by: u64) {
+        match self.spots.park(spot, message) {
+            Some(displaced) => {
+                let tick = entry::tick_of(displaced.word_relaxed());
+                let seq = self.producer.push(Message::Entry(displaced));
+                self.look_by(look_by.min(tick), seq);
+            }
+            None => self.look_by(look_by, 1),
+        }
+    }
+
+    /// The producer's half of the wake-up (rule 3), after a send whose
+    /// queue sequence number is `seq`.
+    #[inline]
+    fn look_by(&self, look_by: u64, seq: u64) {
+        fence(Ordering::SeqCst);
+        let wake_anyway = seq % WAKE_EVERY == WAKE_EVERY - 1;
+        self.wake_driver_if(|planned| look_by < planned || wake_anyway);
+    }
+
+    /// An entry whose message is still queued or parked now wants the
+    /// driver by tick `look_by` (a `Sleep` reset earlier): the wake-up half
+    /// of rule 3 without a send, since the message carries the new tick.
+    pub(crate) fn hurry(&self, look_by: u64) {
+        fence(Ordering::SeqCst);
+        self.wake_driver_if(|planned| look_by < planned);
+    }
+
+    /// Cancels `entry` if it is still pending, for its owner on spot
+    /// `spot`: counts it out, drops what it holds of the user's, and takes
+    /// its message back if it is parked there, else, unless one is already
+    /// on its way, sends one so the driver frees it. Returns whether it was
+    /// pending.
+    pub(crate) fn cancel<A>(&self, spot: usize, entry: &EntryRef<A>) -> bool {
+        let Some(must_push) = entry.cancel() else {
+            return false;
+        };
+        // SAFETY: `cancel` won the move to `CANCELLED`.
+        if !unsafe { entry.cancel_action() } {
+            self.count_panics(1);
+        }
+        if must_push {
+            // No hurry (rule 3): the timer is in the wheel.
+            self.producer.push(Message::Entry(entry.erased()));
+        } else if self.spots.retract(spot, entry.as_ptr()) {
+            // No message is on its way now: a re-arm must send one.
+            entry.take_queued();
+        }
+        // Counted out last: a shutdown waiting for `pending` to reach zero
+        // then finds the message sent.
+        self.spots.count(spot, Count::Cancelled, 1);
+        self.uncount_limited(1);
+        true
+    }
+
+    /// Wakes the driver if it sleeps and `needed(the tick it sleeps until)`.
+    /// The wake-up is claimed by a compare-exchange, so a sleeping driver is
+    /// unparked once, not once per producer that notices it sleeping.
+    #[inline]
+    fn wake_driver_if(&self, needed: impl Fn(u64) -> bool) {
+        let mut planned = self.word.load(Ordering::Relaxed);
+        while planned != AWAKE && planned != SHUT_DOWN && needed(planned) {
+            match self
+                .word
+                .compare_exchange(planned, AWAKE, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => {
+                    self.unpark_driver();
+                    return;
+                }
+                Err(now) => planned = now,
+            }
+        }
+    }
+
+    fn unpark_driver(&self) {
+        if let Some(driver) = &*lock(&self.driver) {
+            driver.unpark();
+        }
+    }
+
+    // ---- The driver's side of rule 3 ----
+
+    /// Driver: it is going to sleep until `plan` (a tick, or `FOREVER`).
+    /// `false` if the service is shut down.
+    pub(crate) fn plan_sleep(&self, plan: u64) -> bool {
+        self.word
+            .compare_exchange(AWAKE, plan, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// Driver, after its sleep (or instead of it): back to `AWAKE` unless
+    /// shut down. Returns whether a producer ended the sleep.
+    pub(crate) fn end_sleep(&self, plan: u64) -> bool {
+        match self
+            .word
+            .compare_exchange(plan, AWAKE, Ordering::Relaxed, Ordering::Relaxed)
+        {
+            Ok(_) => false,
+            Err(now) => now == AWAKE,
+        }
+    }
+
+    pub(crate) fn is_shut_down(&self) -> bool {
+        self.word.load(Ordering::Acquire) == SHUT_DOWN
+    }
+
+    /// Shuts the service down for good (rule 3) and wakes the driver.
+    pub(crate) fn begin_shutdown(&self) {
+        self.word.swap(SHUT_DOWN, Ordering::SeqCst);
+        self.unpark_driver();
+    }
+
+    /// Driver: the admission half of rule 3 for shutdown: `SHUT_DOWN`
+    /// stored (again, by this thread), then the fence, before it reads
+    /// `pending`.
+    pub(crate) fn fence_shutdown(&self) {
+        self.word.store(SHUT_DOWN, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+    }
+
+    pub(crate) fn on_driver_thread(&self) -> bool {
+        lock(&self.driver)
+            .as_ref()
+            .is_some_and(|d| d.id() == thread::current().id())
+    }
+
+    // ---- Shutdown (rule 7) ----
+
+    /// Shuts the service down and joins the driver, once; a second caller
+    /// waits for the first to finish, then learns it was already done.
+    pub(crate) fn shutdown(&self) -> Result<ShutdownReport, ShutdownError> {
+        if self.on_driver_thread() {
+            return Err(ShutdownError::FromCallback);
+        }
+        let mut join = lock(&self.join);
+        let driver = join.take().ok_or(ShutdownError::AlreadyShutDown)?;
+        self.begin_shutdown();
+        let _ = driver.join();
+        drop(join);
+        Ok(self.report())
+    }
+
+    /// The service's last owner is gone: shut it down, and off the driver
+    /// thread (where a callback dropped the last owner and the driver is
+    /// already on its way out) wait for the driver to end.
+    pub(crate) fn stop(&self) {
+        if self.on_driver_thread() {
+            self.begin_shutdown();
+        } else {
+            let _ = self.shutdown();
+        }
+    }
+
+    /// Driver: its last word, how many timers its shutdown abandoned.
+    pub(crate) fn set_unfired(&self, unfired: usize) {
+        self.unfired.store(unfired, Ordering::Release);
+    }
+
+    /// What the shutdown left undone; read after the join.
+    pub(crate) fn report(&self) -> ShutdownReport {
+        let unrun = self.counts.unrun.load(Ordering::Relaxed);
+        ShutdownReport {
+            unfired: self.unfired.load(Ordering::Acquire),
+            unrun: usize::try_from(unrun).unwrap_or(usize::MAX),
+        }
+    }
+
+    // ---- A manual clock's advance (rule 6) ----
+
+    /// Moves a manual clock forward by `by` and waits until the driver has
+    /// served a round begun after it; from the driver thread (a callback),
+    /// returns at once.
+    pub(crate) fn advance(&self, by: core::time::Duration) -> Result<(), AdvanceError> {
+        self.clock.advance(by).ok_or(AdvanceError::NotManual)?;
+        let mine = self.advances.fetch_add(1, Ordering::AcqRel) + 1;
+        fence(Ordering::SeqCst);
+        self.wake_driver_if(|_| true);
+        if self.on_driver_thread() {
+            return self.refuse_if_shut_down();
+        }
+        let backoff = Backoff::new();
+        while self.served.load(Ordering::Acquire) < mine {
+            self.refuse_if_shut_down()?;
+            backoff.snooze();
+        }
+        Ok(())
+    }
+
+    fn refuse_if_shut_down(&self) -> Result<(), AdvanceError> {
+        if self.is_shut_down() {
+            Err(AdvanceError::Shutdown)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Driver: the advances asked for so far, read as a round begins.
+    pub(crate) fn advances(&self) -> u64 {
+        self.advances.load(Ordering::Acquire)
+    }
+
+    /// Driver: every advance up to `advances` is served.
+    pub(crate) fn serve(&self, advances: u64) {
+        self.served.store(advances, Ordering::Release);
+    }
+
+    /// Driver, after its fence: an advance is waiting for a round.
+    pub(crate) fn advance_waiting(&self) -> bool {
+        self.advances.load(Ordering::Relaxed) != self.served.load(Ordering::Relaxed)
+    }
+}
+
+impl fmt::Debug for Shared {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Shared")
+            .field("pending", &self.pending())
+            .field("shut_down", &self.is_shut_down())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Locks `mutex`, whose data no panic leaves inconsistent.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> crate::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
