@@ -161,11 +161,6 @@ impl Clock {
         }
     }
 
-    /// One tick's length.
-    pub(crate) fn tick(&self) -> Duration {
-        Duration::from_nanos(self.tick_ns)
-    }
-
     /// The last tick that has begun.
     #[inline]
     pub(crate) fn now_tick(&self) -> u64 {

@@ -18,18 +18,17 @@ use crate::entry::{EntryRef, INDEX_OUT};
 use crate::executor::Executor;
 use crate::job::Job;
 use crate::queue::Consumer;
-use crate::shared::{DriverStats, Message, Shared, BATCH, FOREVER, RECLAIM_EVERY};
-use crate::sync::{thread, Arc};
+use crate::shared::{DriverStats, Message, Shared, ANY, BATCH, FOREVER, RECLAIM_EVERY};
+use crate::sync::{thread, Arc, Backoff};
 
 mod fire;
 
-/// A producer caught between claiming its place in the queue and writing
-/// it holds up every message after it: the driver naps at most this long
-/// between looks, rather than spin or sleep past it.
-const STALL_NAP: core::time::Duration = core::time::Duration::from_millis(1);
 /// How long a shutting-down driver waits for an admitted timer's message
 /// while none arrives (a producer descheduled that long, or a bug).
 const SHUTDOWN_PATIENCE: core::time::Duration = core::time::Duration::from_secs(10);
+/// Due timers taken out of the wheel at a time before any of them fires
+/// (see `Driver::fire_entries`).
+const FIRE_BATCH: usize = if cfg!(loom) { 2 } else { 32 };
 /// Cascading ahead stops this close to the next expiration.
 const AHEAD_MARGIN: core::time::Duration = core::time::Duration::from_micros(200);
 
@@ -45,6 +44,9 @@ pub(crate) struct Driver {
     jobs: BucketWheel<Job>,
     /// Fired sleeps' wakers, woken once the round's firing is done.
     wakers: Vec<Waker>,
+    /// Due timers on their way out of the wheel: entry, deadline tick, and
+    /// the state word as first read. Empty between rounds.
+    batch: Vec<(EntryRef, u64, u64)>,
     /// Where due callbacks run, if not here; the user's, so dropped as the
     /// driver ends, whoever still holds the service.
     executor: Option<Executor>,
@@ -83,6 +85,7 @@ impl Driver {
             entries,
             jobs,
             wakers: Vec::new(),
+            batch: Vec::with_capacity(FIRE_BATCH),
             executor,
             shrunk: (0, 0),
             spot: 0,
@@ -135,17 +138,16 @@ impl Driver {
         if filed >= BATCH || !all_fired {
             return woken;
         }
-        if filed == 0 && !self.consumer.is_empty() {
-            // A producer claimed a place but has not written it yet.
-            thread::park_timeout(self.shared.clock.tick().min(STALL_NAP));
-            return woken;
-        }
-        if manual {
+        // A producer that claimed a place in the queue and has not written
+        // it yet holds up whatever is behind it: what was submitted before
+        // an advance may be there, and the driver waits for it (rule 3).
+        let stalled = !self.consumer.is_empty();
+        if manual && !stalled {
             self.shared.serve(advances);
         }
         self.cascade_ahead();
         self.give_memory_back();
-        self.sleep(filed > 0 || woken)
+        self.sleep(filed > 0 || woken, stalled)
     }
 
     /// Sleeps until the next expiration unless a message, an advance or a
@@ -159,7 +161,11 @@ impl Driver {
     /// loop would pay for a wake-up every few timers. A nap in which
     /// nothing arrives ends in a sleep for good: an idle service costs no
     /// CPU.
-    fn sleep(&mut self, busy: bool) -> bool {
+    ///
+    /// `stalled`: a producer has claimed a place in the queue and not
+    /// written it; any message wakes the driver (`ANY`), the one it writes
+    /// among them.
+    fn sleep(&mut self, busy: bool, stalled: bool) -> bool {
         // What the rounds since the last sleep freed may have held a waker
         // whose drop panicked (see `caught`).
         self.shared.count_panics(take_uncounted());
@@ -179,11 +185,12 @@ impl Driver {
             Some(tick) => tick,
             None => FOREVER,
         };
-        if !self.shared.plan_sleep(wake) {
+        let word = if stalled { wake | ANY } else { wake };
+        if !self.shared.plan_sleep(word) {
             return false; // shut down
         }
         crate::sync::atomic::fence(crate::sync::atomic::Ordering::SeqCst);
-        if self.consumer.is_empty()
+        if !self.consumer.has_ready()
             && !self.shared.spots.any_parked()
             && !self.shared.advance_waiting()
         {
@@ -203,7 +210,7 @@ impl Driver {
                 None => thread::park(),
             }
         }
-        self.shared.end_sleep(wake)
+        self.shared.end_sleep(word)
     }
 
     /// The earlier of the two wheels' next expirations.
@@ -262,6 +269,7 @@ impl Driver {
         self.shared.fence_shutdown();
         let mut unfired = 0;
         let mut patience = Instant::now() + SHUTDOWN_PATIENCE;
+        let backoff = Backoff::new();
         loop {
             while self.file_messages(BATCH) + self.sweep() > 0 {}
             let abandoned = self.abandon_filed();
@@ -271,8 +279,10 @@ impl Driver {
             }
             if abandoned > 0 {
                 patience = Instant::now() + SHUTDOWN_PATIENCE;
+                backoff.reset();
             }
-            thread::park_timeout(STALL_NAP);
+            // The producer is between its count and its send: let it run.
+            backoff.snooze();
         }
     }
 

@@ -40,13 +40,27 @@ impl ThisThread {
 
     fn spot(&self) -> usize {
         if self.number.get() == 0 {
-            // Only their spread matters: a plain `std` counter even under loom.
-            static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-            let drawn = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            self.number.set(drawn.wrapping_add(1).max(1));
+            self.number.set(draw().wrapping_add(1).max(1));
         }
         self.number.get() - 1
     }
+}
+
+/// A new thread number: only their spread matters.
+#[cfg(not(loom))]
+fn draw() -> usize {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// A new thread number, counted afresh in each execution of a model: loom
+/// replays an interleaving exactly, so a thread must get the same spot.
+#[cfg(loom)]
+fn draw() -> usize {
+    loom::lazy_static! {
+        static ref NEXT: crate::sync::atomic::AtomicUsize = crate::sync::atomic::AtomicUsize::new(0);
+    }
+    NEXT.fetch_add(1, crate::sync::atomic::Ordering::Relaxed)
 }
 
 #[cfg(not(loom))]

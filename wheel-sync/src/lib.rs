@@ -21,74 +21,57 @@
 //!
 //! # How it works
 //!
-//! - **Submission** never blocks or locks: a timer is a reference-counted
-//!   entry whose state word decides fire-vs-cancel with one
-//!   compare-exchange; `schedule`, `cancel` and `Sleep::reset` change the
-//!   word and push the entry onto an MPSC queue. The driver is unparked
-//!   only when a new deadline is earlier than its planned wake-up (or once
-//!   per 1024 submissions, so a backlog never builds while it sleeps) —
-//!   never on every submission.
-//! - **Parking**: a callback scheduled at least 50 ms out by
-//!   [`TimerService::schedule`] (or a [`Sleep`] made by
-//!   [`TimerService::sleep`] or [`TimerService::timeout`] that far out)
-//!   waits in a parking spot of its thread's, next to the
-//!   queue, until the thread schedules another or the driver sweeps the
-//!   spots (every 10 ms while it is awake, and before any longer sleep). A
-//!   cancel from the same thread in between (a request answered in time)
-//!   takes it back: the driver never sees it, and no cache line crosses
-//!   cores. Everything else about the timer is as if it had been queued.
+//! The protocol is told in one place, the ground rules of `shared.rs`;
+//! [docs/design-sync.md](https://github.com/wheel-rs/timing-wheels/blob/main/docs/design-sync.md)
+//! explains each choice and what it was measured to pay.
+//!
+//! - **A timer with a handle is one allocation**: a state word that decides
+//!   fire-vs-cancel with one compare-exchange, and the closure (or a
+//!   `Sleep`'s waker) right after it. A [`Sleep`] makes it on its first
+//!   poll, as tokio's does: a [`Timeout`] around a future that is ready at
+//!   once costs no timer.
+//! - **Submission never blocks or locks**: a new timer waits in its
+//!   thread's parking spot next to the queue, displacing the one there into
+//!   a lock-free MPSC queue; the one driver thread takes both each round. A
+//!   cancel from the same thread takes a parked timer back, so a request
+//!   timeout answered in time never reaches the driver. Each thread counts
+//!   its timers, and the handles it makes hold the service, on lines it
+//!   owns, however the service is held (by reference, a clone per task, the
+//!   global functions).
+//! - **The driver** files what was submitted into a cascading wheel,
+//!   fires what is due in deadline order (callbacks run, panics caught and
+//!   counted), then wakes the fired sleeps' tasks, and sleeps until the
+//!   next expiration. A producer wakes it only when its timer is due
+//!   before that, never for a cancel: a loop of schedule and cancel costs
+//!   the driver about one wake-up per nap.
 //! - **Detached callbacks** ([`TimerService::schedule_detached`]) have no
-//!   handle, so no shared entry either: the closure travels through the
-//!   queue by value (inline when it is at most two words) and sits in a
-//!   second wheel of the driver's, a [`wheel_core::BucketWheel`] that keeps
-//!   each slot's timers in chunks and so files and fires them in memory
-//!   order; the driver fires both wheels in deadline order together.
-//!   Scheduling one allocates nothing and costs 32 bytes of the driver's
-//!   memory, against 80 for a callback with a handle.
-//! - **The driver** files submissions and fires due timers in bounded
-//!   batches (4096 a round), advances the wheel to the current tick, runs
-//!   due callbacks (panics are caught and counted) and wakes due futures,
-//!   then parks until the next expiration (at most
-//!   100 ms, to free cancelled entries), or indefinitely when there is none
-//!   and nothing arrived in the last nap: no idle ticking.
-//! - **Wakes**: when several sleeps fire in one round, the driver wakes one
-//!   of their tasks and hands it the other wakers. The next `Sleep` polled
-//!   or dropped, usually that task's, wakes them from its own thread, where a
-//!   work-stealing executor such as tokio's takes them as local wakes into
-//!   that worker's queue rather than as remote ones, each through its shared
-//!   queue and often with an unpark. A handed batch that no task takes
-//!   (its task is never polled) is woken by the driver itself at its next
-//!   round, at most one tick later.
+//!   handle, so no entry either: the closure travels through the queue by
+//!   value (inline when it is at most two words) and waits in a wheel of
+//!   its own, a [`wheel_core::BucketWheel`], which files and fires in
+//!   memory order; the driver fires both wheels in deadline order together.
 //! - **Many deadlines in one task**: a [`DelayQueue`] keeps its items in a
 //!   wheel of its own and hands each back when due; the whole queue is one
 //!   timer of the service's, due at its earliest deadline.
 //! - **Intervals**: an [`Interval`] ticks at a fixed period on one timer
 //!   that each tick moves ([`Sleep::reset`]): it allocates once and is one
-//!   pending timer for its life. A tick already due is returned at once,
-//!   with no round trip through the driver. [`MissedTickBehavior`] picks
-//!   the next deadline after a tick observed when the following one was
-//!   already due.
+//!   pending timer for its life. [`MissedTickBehavior`] picks the next
+//!   deadline after a tick observed when the following one was already due.
 //! - **Time**: deadlines round *up* to the tick (1 ms by default) and the
 //!   clock rounds down, so nothing fires early; under light load a timer
 //!   fires within about one tick of its deadline. After a stall, everything
 //!   that came due fires once, in deadline order.
 //! - **Cancel** is O(1) from any thread and never waits for the driver. The
-//!   driver drops a cancelled entry in its next round: within 100 ms (it
-//!   never sleeps longer while timers are pending), within 1024 submissions,
-//!   and before the cancelled deadline, whichever comes first. A lone cancel
-//!   does not wake a sleeping driver: in the request-timeout pattern that
-//!   would cost a context switch per request. A timer cancelled while still
-//!   queued never enters the wheel, and costs the driver one pop.
+//!   driver frees a cancelled timer it holds within 100 ms (it never sleeps
+//!   longer while timers are pending) and before the cancelled deadline;
+//!   one taken back from its parking spot is freed at once.
 //!
 //! # The global service
 //!
 //! [`sleep`], [`sleep_until`], [`timeout`], [`timeout_at`], [`interval`]
 //! and [`interval_at`] work on [`TimerService::global`], a service started
 //! on first use that lives as long as the process: what `tokio::time::sleep`
-//! is to a tokio runtime, with no runtime context to enter. Like every
-//! handle, each sleep counts itself on its own thread's line (see
-//! [`TimerService`]), so threads making sleeps this way never contend on
-//! one count.
+//! is to a tokio runtime, with no runtime context to enter. Threads making
+//! sleeps this way never contend on one count.
 //!
 //! ```
 //! use std::time::Duration;
@@ -125,43 +108,49 @@
 //!
 //! # Counting and limits
 //!
-//! [`TimerService::pending`] counts every live timer — callbacks, sleeps and
-//! timeouts — and falls at once on fire, cancel or drop. Without a limit,
-//! each thread counts on a cache line of its own and `pending` sums them:
-//! exact whenever no timer is being scheduled or cancelled meanwhile.
+//! [`TimerService::pending`] counts every live timer — callbacks, and the
+//! sleeps and timeouts that are waiting (polled, not yet due) — and falls
+//! at once on fire, cancel or drop. Without a limit, each thread counts on
+//! a cache line of its own and `pending` sums them: exact whenever no timer
+//! is being scheduled or cancelled meanwhile.
 //! [`Builder::max_pending`] bounds what [`TimerService::schedule`],
 //! [`TimerService::schedule_detached`] and their `_at` forms admit, exactly
 //! under concurrency. Futures
 //! count toward that total (so they can make `schedule` refuse) but are
 //! never refused themselves: a `Sleep` has no way to report an error.
 //!
-//! # Shutdown
+//! # Lifetime and shutdown
 //!
-//! The driver stops when [`TimerService::shutdown`] is called or the last
-//! handle — a `TimerService` clone, a [`TimerHandle`], a `Sleep` or a
-//! `Timeout` — is dropped: at once when the last thread to hold one is the
-//! only thread still counted (a one-thread program, or the other threads
-//! that held it have ended; the driver's own thread counts if callbacks
-//! made handles), else within 200 ms, when the driver finds every
-//! thread's count of handles idle. The account is exact: every timer scheduled
-//! `Ok` before `shutdown` returned fired, was cancelled, or is counted in
+//! A service runs as a runtime does: until [`TimerService::shutdown`] is
+//! called or its last `TimerService` clone is dropped, whichever comes
+//! first. What it hands out (a [`TimerHandle`], a [`Sleep`], a [`Timeout`],
+//! an [`Interval`], a [`DelayQueue`]) does not keep it running. Each clone
+//! counts itself on its own thread's line, so cloning the service into
+//! every task costs no contended write; the last drop anywhere finds that
+//! no clone is left and ends the service at once.
+//!
+//! The account is exact: every timer scheduled `Ok` before `shutdown`
+//! returned fired, was cancelled, or is counted in
 //! [`ShutdownReport::unfired`] (its callback dropped unrun, its task
 //! woken), and [`TimerService::pending`] is 0 after; a schedule that races
 //! the shutdown either gets `Ok` and is counted so, or gets
-//! [`ScheduleError::Shutdown`]. A `Sleep` or `Timeout` that was pending at
-//! shutdown panics when polled (as tokio's do): it would otherwise hang
+//! [`ScheduleError::Shutdown`]. A `shutdown` that returns, from any thread,
+//! returns with the service down. A `Sleep` or `Timeout` that was pending
+//! at shutdown panics when polled (as tokio's do): it would otherwise hang
 //! forever or lie about its deadline.
 //!
 //! # User code and the driver
 //!
 //! Nothing a user hands in can stop the driver: a panic in a callback, in
 //! a waker, or in the drop of a closure's captures (on fire, cancel and
-//! shutdown) is caught and counted in [`Stats::panicked`], and everything
-//! else still fires; a waker whose drop panics is caught wherever it goes,
-//! uncounted. A cancelled callback's closure is dropped
-//! by the thread that cancels it, at once. Callbacks run on the driver
-//! thread one after another, so they must be short; a service built with
-//! [`Builder::callback_executor`] hands them to an executor instead.
+//! shutdown) or of a waker is caught and counted in [`Stats::panicked`],
+//! and everything else still fires. No user code runs inside other user
+//! code: the driver runs callbacks and wakes wakers one after another,
+//! holding no lock, and polling or dropping a `Sleep` never wakes another
+//! task. A cancelled callback's closure is dropped by the thread that
+//! cancels it, at once. Callbacks run on the driver thread, so they must
+//! be short; a service built with [`Builder::callback_executor`] hands them
+//! to an executor instead.
 //!
 //! # Cargo features
 //!

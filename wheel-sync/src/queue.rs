@@ -243,6 +243,23 @@ impl<T> Channel<T> {
         }
     }
 
+    /// Whether the place at the consumer's cursor is written: what the next `pop` takes.
+    ///
+    /// # Safety
+    ///
+    /// The caller is the one [`Consumer`], so nothing moves the cursor meanwhile.
+    unsafe fn head_ready(&self) -> bool {
+        self.head.cursor.with(|cursor| {
+            // SAFETY: the caller guarantees no concurrent access to the cursor.
+            let cursor = unsafe { &*cursor };
+            // SAFETY: the cursor's block holds `cursor.seq` and is freed only by `pop`.
+            let block = unsafe { &*cursor.block };
+            block.places[place_index(cursor.seq)]
+                .ready
+                .load(Ordering::Acquire)
+        })
+    }
+
     /// # Safety
     ///
     /// The caller has exclusive access to the consumer's cursor: it is the one [`Consumer`]
@@ -458,6 +475,26 @@ impl<T: Send> Consumer<T> {
         // SAFETY: there is one `Consumer` per queue and `&mut self` makes this call its only
         // user, so the cursor is accessed exclusively.
         unsafe { self.channel.pop() }
+    }
+
+    /// Whether [`pop`](Self::pop) would return an item now: the next place in sequence is
+    /// written. `false` while the queue is empty, or while the next place is claimed by a
+    /// producer that has not finished writing it (see [`len`](Self::len)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let (producer, mut consumer) = wheel_sync::__private::queue::channel();
+    /// assert!(!consumer.has_ready());
+    /// producer.push('x');
+    /// assert!(consumer.has_ready());
+    /// consumer.pop();
+    /// assert!(!consumer.has_ready());
+    /// ```
+    pub fn has_ready(&self) -> bool {
+        // SAFETY: there is one `Consumer` per queue, and `pop`, the only mover of the cursor,
+        // needs `&mut self`, so it cannot run during this `&self` call.
+        unsafe { self.channel.head_ready() }
     }
 
     /// Approximate number of items in the queue, counting pushes still being written.

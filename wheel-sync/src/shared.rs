@@ -36,7 +36,10 @@
 //!      at the message (`look_by`), the producer swaps the word to `AWAKE`
 //!      and unparks it (one unpark per sleep, however many producers see
 //!      it). The driver stores the tick it will wake at, fences, and sleeps
-//!      only if the queue and the spots are empty and no `advance` waits.
+//!      only if no message is ready in the queue or the spots and no
+//!      `advance` waits. A message claimed in the queue but not yet written
+//!      holds up the messages behind it: the driver then asks to be woken
+//!      by any message (`ANY`), and the producer writing it finds that.
 //!      A cancel needs no wake-up: the cancelled timer is still in the
 //!      wheel, so the driver's plan is no later than its deadline.
 //!
@@ -88,8 +91,12 @@ const WAKE_EVERY: u64 = if cfg!(loom) { 2 } else { 1024 };
 
 /// The driver's word while it runs a round.
 pub(crate) const AWAKE: u64 = 0;
-/// The driver's word while it sleeps until woken.
-pub(crate) const FOREVER: u64 = u64::MAX - 1;
+/// The driver's word while it sleeps until woken: past every tick.
+pub(crate) const FOREVER: u64 = 1 << 61;
+/// A bit of a sleeping driver's word: wake it for any message, whatever
+/// its tick (it waits for a producer caught between claiming its place in
+/// the queue and writing it).
+pub(crate) const ANY: u64 = 1 << 62;
 /// The driver's word once the service is shut down.
 pub(crate) const SHUT_DOWN: u64 = u64::MAX;
 
@@ -326,7 +333,7 @@ impl Shared {
     #[inline]
     fn wake_driver_if(&self, needed: impl Fn(u64) -> bool) {
         let mut planned = self.word.load(Ordering::Relaxed);
-        while planned != AWAKE && planned != SHUT_DOWN && needed(planned) {
+        while planned != AWAKE && planned != SHUT_DOWN && (planned & ANY != 0 || needed(planned)) {
             match self
                 .word
                 .compare_exchange(planned, AWAKE, Ordering::Relaxed, Ordering::Relaxed)

@@ -286,3 +286,110 @@ fn futures_work_under_tokio_multi_thread() {
     });
     assert_eq!(timers.pending(), 0);
 }
+
+/// tokio's `drop_from_wake`: 100 sleeps polled with one waker that, when
+/// woken, locks the list they are kept in and drops them all. The drops
+/// must wake nobody (they run inside that waker, on the driver thread), so
+/// the driver carries on and `advance` returns.
+#[test]
+fn sleeps_dropped_from_inside_a_waker_wake_no_other_task() {
+    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+    use std::sync::Mutex;
+
+    type Sleeps = Arc<Mutex<Vec<Pin<Box<wheel_sync::Sleep>>>>>;
+    /// The list, whether a wake found it locked (on its own thread), and
+    /// whether one emptied it.
+    struct DropsThem(Sleeps, AtomicBool, AtomicBool);
+    impl Wake for DropsThem {
+        fn wake(self: Arc<Self>) {
+            self.wake_by_ref();
+        }
+        fn wake_by_ref(self: &Arc<Self>) {
+            // The sleeps drop while the lock is held, as in tokio's test.
+            match self.0.try_lock() {
+                Ok(mut sleeps) => *sleeps = Vec::new(),
+                Err(_) => self.1.store(true, SeqCst),
+            }
+            self.2.store(true, SeqCst);
+        }
+    }
+
+    let timers = common::manual();
+    let list: Sleeps = Arc::default();
+    let drops = Arc::new(DropsThem(
+        list.clone(),
+        AtomicBool::new(false),
+        AtomicBool::new(false),
+    ));
+    let waker = Waker::from(drops.clone());
+    {
+        let mut sleeps = list.lock().unwrap();
+        for _ in 0..100 {
+            let mut sleep = Box::pin(timers.sleep(Duration::from_millis(10)));
+            assert!(poll_once(&mut sleep, &waker).is_pending());
+            sleeps.push(sleep);
+        }
+    }
+    let advancing = {
+        let timers = timers.clone();
+        std::thread::spawn(move || timers.advance(Duration::from_millis(11)))
+    };
+    assert!(
+        wait_until(|| advancing.is_finished()),
+        "the driver hung inside a waker"
+    );
+    advancing.join().unwrap().unwrap();
+    assert!(
+        !drops.1.load(SeqCst),
+        "a waker ran inside a Sleep's drop, inside another waker"
+    );
+    assert!(drops.2.load(SeqCst) && list.lock().unwrap().is_empty());
+    assert_eq!(timers.pending(), 0);
+}
+
+/// A sleep reset to a deadline that has passed is ready at its next poll,
+/// whether or not the driver has run meanwhile (tokio's driver fires it
+/// inside `reset`).
+#[test]
+fn a_sleep_reset_to_a_passed_deadline_is_ready_at_its_next_poll() {
+    let timers = TimerService::new();
+    for _ in 0..200 {
+        let mut sleep = timers.sleep(HOUR);
+        assert!(poll_once(&mut sleep, Waker::noop()).is_pending());
+        sleep.reset(Instant::now() - Duration::from_millis(1));
+        assert!(sleep.is_elapsed());
+        assert_eq!(poll_once(&mut sleep, Waker::noop()), Poll::Ready(()));
+    }
+    assert_eq!(timers.pending(), 0);
+
+    // tokio's `reset_sleep_to_past`, on a manual clock.
+    let timers = common::manual();
+    let start = timers.now();
+    let (wakes, waker) = counting_waker();
+    let mut sleep = timers.sleep_until(start + Duration::from_millis(100));
+    assert!(poll_once(&mut sleep, &waker).is_pending());
+    timers.advance(Duration::from_millis(50)).unwrap();
+    assert_eq!(wakes.count(), 0);
+    sleep.reset(start + Duration::from_millis(40));
+    assert_eq!(poll_once(&mut sleep, &waker), Poll::Ready(()));
+}
+
+/// Reset to a passed deadline, its parked timer is taken back; reset again
+/// to a later one, the timer must reach the driver once more and fire.
+#[test]
+fn a_sleep_reset_to_the_past_then_to_the_future_fires() {
+    let timers = common::manual();
+    let start = timers.now();
+    let (wakes, waker) = counting_waker();
+    let mut sleep = timers.sleep_until(start + HOUR);
+    assert!(poll_once(&mut sleep, &waker).is_pending());
+    sleep.reset(start);
+    assert_eq!(poll_once(&mut sleep, &waker), Poll::Ready(()));
+    sleep.reset(start + Duration::from_millis(5));
+    assert!(poll_once(&mut sleep, &waker).is_pending());
+    assert_eq!(timers.pending(), 1);
+    timers.advance(Duration::from_millis(5)).unwrap();
+    assert_eq!(wakes.count(), 1, "the re-armed timer never fired");
+    assert_eq!(poll_once(&mut sleep, &waker), Poll::Ready(()));
+    assert_eq!(timers.pending(), 0);
+}

@@ -1,14 +1,15 @@
-//! loom models of the service's protocols, run on the real `TimerService`
-//! (its driver is a loom thread): cancel vs fire, cancel while queued, the
-//! driver's park/unpark handshake, `Sleep` waker registration vs fire, the
-//! `max_pending` counter, shutdown racing a schedule, parked timers (an
-//! hour away, so every `schedule(HOUR)` here parks) displacing each other,
-//! retracted by a cancel, swept by the driver, abandoned at shutdown, and
-//! detached callbacks (no entry: queued and filed by value) fired, or
-//! dropped unrun by a racing shutdown, a parked `Sleep` reset earlier,
-//! sleeps fired in one round, woken through the relay, a manual clock's
-//! `advance`, which returns only once what came due has fired, and the
-//! exact account of a shutdown racing schedules, cancels and sleeps.
+//! loom models of the service's protocol (the ground rules of
+//! `src/shared.rs`), run on the real `TimerService` (its driver is a loom
+//! thread): cancel vs fire, cancel while queued, the driver's sleep and a
+//! producer's wake-up, `Sleep` waker registration vs fire, the
+//! `max_pending` counter, shutdown racing a schedule, parked timers
+//! displacing each other, taken back by a cancel, swept by the driver,
+//! abandoned at shutdown, detached callbacks (no entry: queued and filed
+//! by value) fired, or dropped unrun by a racing shutdown, a parked `Sleep`
+//! moved earlier, sleeps fired in one round, a manual clock's `advance`,
+//! which returns only once what came due has fired, the exact account of a
+//! shutdown racing schedules, cancels and sleeps, and the last clones of a
+//! service dropped at once on two threads.
 //!
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p wheel-sync --release --test loom_service`
 //!
@@ -17,6 +18,7 @@
 //! of one interleaving differ.
 #![cfg(loom)]
 
+use std::future::Future;
 use std::time::{Duration, Instant};
 
 use loom::sync::atomic::{AtomicUsize, Ordering};
@@ -185,6 +187,27 @@ fn submission_racing_park_is_never_stranded() {
     });
 }
 
+/// A message queued behind one whose producer is between claiming its place
+/// and writing it: the driver, woken by the second, cannot take it yet and
+/// sleeps, asking to be woken by any message; the first producer's write
+/// (an hour-long timer, which alone would not wake it) does. Fails (the
+/// due timer never fires) without the `ANY` bit.
+#[test]
+fn a_message_behind_one_still_being_written_is_not_stranded() {
+    model(|| {
+        let (timers, fired) = (TimerService::new(), counter());
+        let far = {
+            let timers = timers.clone();
+            thread::spawn(move || timers.schedule_detached(HOUR, || ()).unwrap())
+        };
+        let _ = fires_though_racing_park(&timers, &fired, |t, f| {
+            t.schedule_detached_at(past(), f).unwrap()
+        });
+        far.join().unwrap();
+        timers.shutdown().unwrap();
+    });
+}
+
 #[test]
 fn sleep_wake_is_not_lost() {
     model(|| {
@@ -198,11 +221,8 @@ fn sleep_wake_is_not_lost() {
 
 #[test]
 fn sleeps_fired_together_all_complete() {
-    // Fired in one round, one task is woken by the driver and wakes the
-    // other when it polls; fired in two, each is woken by the driver.
-    // Both sleeps are made here, so the other thread holds nothing of its
-    // own: the holders' protocol has models of its own below, and here it
-    // would only multiply the interleavings of this one.
+    // Fired in one round or in two, each task is woken by the driver after
+    // the round's firing.
     model(|| {
         let timers = TimerService::new();
         let other = {
@@ -376,18 +396,33 @@ fn shutdown_racing_sleeps_leaves_none_pending() {
 }
 
 #[test]
-fn parked_sleep_reset_earlier_is_swept_and_fires() {
+fn parked_sleep_moved_earlier_is_swept_and_fires() {
+    // On a manual clock: an hour away, registered (parked), then moved to
+    // a millisecond away, its message still parked: the reset only hurries
+    // the driver, which must still take the parked message and fire it.
     model(|| {
-        let timers = TimerService::new();
-        // An hour away: parked, not queued.
-        let mut sleep = timers.sleep(HOUR);
-        sleep.reset(past());
-        // If the driver slept on without sweeping it, this never ends.
-        loom::future::block_on(sleep);
-        wait_until(|| timers.pending() == 0);
+        let timers = TimerService::builder().manual_clock().build().unwrap();
+        let mut sleep = Box::pin(timers.sleep(HOUR));
+        let waker = futures_noop_waker();
+        let mut cx = std::task::Context::from_waker(&waker);
+        assert!(sleep.as_mut().poll(&mut cx).is_pending());
+        sleep
+            .as_mut()
+            .reset(timers.now() + Duration::from_millis(1));
+        let advancer = {
+            let timers = timers.clone();
+            thread::spawn(move || timers.advance(Duration::from_millis(1)).unwrap())
+        };
+        advancer.join().unwrap();
+        assert!(sleep.is_elapsed(), "advance returned before it fired");
         timers.shutdown().unwrap();
         assert_eq!(timers.stats().fired, 1);
     });
+}
+
+/// A waker that does nothing (`Waker::noop` is not loom's to see).
+fn futures_noop_waker() -> std::task::Waker {
+    std::task::Waker::noop().clone()
 }
 
 #[test]
@@ -424,10 +459,9 @@ fn the_accounting_adds_up_whatever_the_shutdown_races() {
 
 /// A service whose detached callback, an hour away, sends on `ended` when
 /// the service ends and drops it (a wait that blocks rather than spins:
-/// the driver has a long way to go in these models); and a holder counted
-/// on another thread, which has ended: only the driver (or a shutdown) can
-/// disarm that count once idle.
-fn service_and_a_holder_from_a_thread_gone() -> (TimerService, TimerService, Receiver<()>) {
+/// the driver has a long way to go in these models), and a second clone
+/// of it made on another thread (so counted on that thread's spot).
+fn service_and_a_clone_from_another_thread() -> (TimerService, TimerService, Receiver<()>) {
     let timers = TimerService::new();
     let (tx, ended) = mpsc::channel();
     let signal = SendOnDrop(tx);
@@ -447,56 +481,35 @@ impl Drop for SendOnDrop {
     }
 }
 
-/// The holders' untimed-sleep handshake: a thread's count going idle while
-/// the driver decides to sleep untimed is seen by one of them, so the
-/// driver disarms it and the service ends once the last holder goes.
-/// Fails (the driver sleeps for good: a deadlock) without the fence in
-/// `ThreadHolders::left_idle`.
+/// The last two clones, counted on two spots, dropped at once on two
+/// threads: whichever counts out last reads the other's count as zero, and
+/// ends the service. Fails (neither does: a deadlock on `ended`) with the
+/// owner counts' accesses `AcqRel`/`Acquire` instead of `SeqCst`.
 #[test]
-fn a_count_going_idle_while_the_driver_sleeps_still_lets_the_service_end() {
+fn the_last_clones_dropped_at_once_on_two_threads_end_the_service() {
     model(|| {
-        let (mine, theirs, ended) = service_and_a_holder_from_a_thread_gone();
-        drop(theirs);
+        let (mine, theirs, ended) = service_and_a_clone_from_another_thread();
+        let dropper = thread::spawn(move || drop(theirs));
         drop(mine);
+        dropper.join().unwrap();
         ended.recv().unwrap();
     });
 }
 
-/// A thread holding the service again while the driver disarms its idle
-/// count: the count ends armed and counted, so another thread's last drop
-/// does not end the service under it. Fails when the disarm is a load and
-/// a store instead of one compare-exchange.
+/// A clone made from the last other clone as that one goes: the service
+/// keeps running for the new one, and ends when it goes.
 #[test]
-fn holding_again_while_the_driver_disarms_keeps_the_service_running() {
+fn a_clone_made_as_the_last_other_goes_keeps_the_service_running() {
     model(|| {
-        let (source, theirs, ended) = service_and_a_holder_from_a_thread_gone();
+        let (mine, theirs, ended) = service_and_a_clone_from_another_thread();
         let holder = thread::spawn(move || {
-            drop(source.clone());
-            let again = source.clone();
-            drop(source);
+            let again = theirs.clone();
+            drop(theirs);
             let ran = again.schedule_detached(HOUR, || ());
-            assert_eq!(ran, Ok(()), "the service ended under a holder");
+            assert_eq!(ran, Ok(()), "the service ended under a clone");
         });
-        drop(theirs);
+        drop(mine);
         holder.join().unwrap();
         ended.recv().unwrap();
-    });
-}
-
-/// After a shutdown no idle count stays armed: a holder letting go while
-/// the driver ends either sees the flag and disarms its count, or the
-/// driver's last look finds the count idle. Else the counts' list, which
-/// refers to the service, keeps it alive, and loom reports the leak.
-/// Fails without the fence in `ThreadHolders::left_idle`.
-#[test]
-fn holders_letting_go_as_the_service_shuts_down_free_it() {
-    model(|| {
-        let (mine, theirs, ended) = service_and_a_holder_from_a_thread_gone();
-        let letting_go = thread::spawn(move || drop(theirs));
-        mine.shutdown().unwrap();
-        ended
-            .try_recv()
-            .expect("shutdown returned before its abandons");
-        letting_go.join().unwrap();
     });
 }

@@ -210,3 +210,38 @@ fn advancing_as_far_as_the_clock_goes_saturates_and_fires_all_but_never() {
     assert_eq!(fired.load(SeqCst), 2);
     assert_eq!(timers.pending(), 1);
 }
+
+/// `advance` returns once what was due by then has fired, even when it
+/// moves the clock by nothing (the timer was due already) or cannot move
+/// it at all (saturated).
+#[test]
+fn advance_fires_what_is_already_due_even_when_the_clock_does_not_move() {
+    let timers = manual();
+    let fired = Arc::new(AtomicUsize::new(0));
+    // Due a millisecond ago: on a saturated clock, "now" itself is past
+    // what it counts, and a deadline there never comes.
+    let schedule_due_now = |timers: &TimerService| {
+        let count = fired.clone();
+        timers
+            .schedule_at(timers.now() - ms(1), move || {
+                count.fetch_add(1, SeqCst);
+            })
+            .unwrap();
+    };
+    timers.advance(ms(1)).unwrap();
+    for round in 1..=100 {
+        schedule_due_now(&timers);
+        timers.advance(Duration::ZERO).unwrap();
+        assert_eq!(fired.load(SeqCst), round, "advance(0) returned first");
+    }
+    timers.advance(Duration::MAX).unwrap();
+    for round in 101..=150 {
+        schedule_due_now(&timers);
+        timers.advance(ms(1)).unwrap();
+        assert_eq!(
+            fired.load(SeqCst),
+            round,
+            "a saturated clock's advance returned first"
+        );
+    }
+}
