@@ -85,9 +85,6 @@ use crate::{AdvanceError, ScheduleError, ShutdownError, ShutdownReport};
 pub(crate) const BATCH: usize = if cfg!(loom) { 2 } else { 4096 };
 /// The longest the driver sleeps while timers are pending.
 pub(crate) const RECLAIM_EVERY: core::time::Duration = core::time::Duration::from_millis(100);
-/// A sleeping driver is woken at least once per this many submissions, so
-/// a backlog is filed while it builds rather than all at once.
-const WAKE_EVERY: u64 = if cfg!(loom) { 2 } else { 1024 };
 
 /// The driver's word while it runs a round.
 pub(crate) const AWAKE: u64 = 0;
@@ -279,16 +276,19 @@ impl Shared {
                 let seq = self.producer.push(Message::Entry(displaced));
                 self.look_by(look_by.min(tick), seq);
             }
-            None => self.look_by(look_by, 1),
+            None => self.look_by(look_by, 0),
         }
     }
 
     /// The producer's half of the wake-up (rule 3), after a send whose
-    /// queue sequence number is `seq`.
+    /// queue sequence number is `seq`. A sleeping driver is also woken once
+    /// per [`BATCH`] pushes, whatever their ticks, so that a burst is filed
+    /// as it comes: left queued, it would take the queue's memory as well
+    /// as the wheel's.
     #[inline]
     fn look_by(&self, look_by: u64, seq: u64) {
         fence(Ordering::SeqCst);
-        let wake_anyway = seq % WAKE_EVERY == WAKE_EVERY - 1;
+        let wake_anyway = seq % BATCH as u64 == BATCH as u64 - 1;
         self.wake_driver_if(|planned| look_by < planned || wake_anyway);
     }
 
