@@ -400,21 +400,16 @@ impl<T> DelayQueue<T> {
         poll_fn(|cx| self.poll_expired(cx)).await
     }
 
-    /// When `tick` begins, for the sleep's deadline (the tick decides).
-    fn instant_of(&self, tick: u64) -> Instant {
-        self.lane.shared.clock.deadline_of(tick)
-    }
-
     /// The sleep, due when `tick` begins: made on the first wait, moved
     /// after. One that already fired there stays fired.
     fn arm(&mut self, tick: u64) -> &mut Sleep {
-        let at = self.instant_of(tick);
         let lane = &self.lane;
+        let at = |tick| lane.shared.clock.deadline_of(tick);
         let (sleep, armed) = self
             .sleep
-            .get_or_insert_with(|| (Sleep::until(Arc::clone(lane), at), tick));
+            .get_or_insert_with(|| (Sleep::until(Arc::clone(lane), at(tick)), tick));
         if *armed != tick {
-            sleep.reset(at);
+            sleep.reset(at(tick));
             *armed = tick;
         }
         sleep
@@ -423,10 +418,9 @@ impl<T> DelayQueue<T> {
     /// An item now due at `tick`: an armed sleep due later is moved earlier,
     /// so the task that last polled is woken in time.
     fn hurry(&mut self, tick: u64) {
-        let at = self.instant_of(tick);
         if let Some((sleep, armed)) = &mut self.sleep {
             if tick < *armed && !sleep.is_elapsed() {
-                sleep.reset(at);
+                sleep.reset(self.lane.shared.clock.deadline_of(tick));
                 *armed = tick;
             }
         }
