@@ -37,3 +37,9 @@ pub fn tokio_alt_runtime() -> std::io::Result<tokio::runtime::Runtime> {
         "tokio-alt needs a build with RUSTFLAGS=\"--cfg tokio_unstable\"",
     ))
 }
+
+// The project README's examples run as doctests here, where every crate
+// they use is a dependency, so the front door stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ProjectReadmeDoctests;

@@ -145,7 +145,7 @@ impl Builder {
     /// block: hand the callback to a pool's spawn or an unbounded queue,
     /// not to a bounded channel that may be full. For the same reason a
     /// callback running on the executor must not shut the service down or
-    /// drop its last handle while the driver may be blocked handing it
+    /// drop its last clone while the driver may be blocked handing it
     /// work: that joins the driver.
     ///
     /// # Examples

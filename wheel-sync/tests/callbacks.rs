@@ -1,6 +1,6 @@
 //! What a callback may do: panic (caught, counted, the driver carries on), and
 //! call back into its service: schedule, cancel, shut down (refused), or drop
-//! the last handle, which ends the driver; and the handles it makes keep the
+//! the last clone, which ends the driver; and the clones it makes keep the
 //! driver only while they live.
 #![cfg(not(loom))]
 
@@ -157,7 +157,7 @@ fn shutdown_from_a_callback_is_refused() {
 }
 
 #[test]
-fn callback_dropping_the_last_handle_ends_the_driver() {
+fn callback_dropping_the_last_clone_ends_the_driver() {
     let (name, timers) = named_service();
     let (guard, far_dropped) = drop_flag();
     drop(timers.schedule(HOUR, move || drop(guard)).unwrap());
@@ -167,7 +167,7 @@ fn callback_dropping_the_last_handle_ends_the_driver() {
     let last = timers.clone();
     let handle = timers
         .schedule(Duration::ZERO, move || {
-            // Wait until every other handle is gone, so this one is the last.
+            // Wait until every other clone is gone, so this one is the last.
             let _ = go_rx.recv_timeout(PATIENCE);
             drop(last);
             done_tx.send(()).unwrap();
@@ -178,7 +178,7 @@ fn callback_dropping_the_last_handle_ends_the_driver() {
     go_tx.send(()).unwrap();
     done_rx
         .recv_timeout(PATIENCE)
-        .expect("dropping the last handle in a callback deadlocked");
+        .expect("dropping the last clone in a callback deadlocked");
     assert!(
         wait_until(|| far_dropped.load(SeqCst)),
         "the driver did not end: an unfired callback was never dropped"
@@ -190,12 +190,11 @@ fn callback_dropping_the_last_handle_ends_the_driver() {
     );
 }
 
-/// A callback that makes handles counts them on the driver's own thread;
-/// once they are gone, that count is idle, and the user's last drop still
-/// ends the driver (within a sweep, as for any thread that let go).
+/// A callback that makes clones and handles counts them on the driver's own
+/// thread; once they are gone, the user's last drop still ends the driver.
 #[cfg(target_os = "linux")]
 #[test]
-fn handles_made_and_dropped_by_a_callback_do_not_keep_the_driver() {
+fn clones_made_and_dropped_by_a_callback_do_not_keep_the_driver() {
     let (name, timers) = named_service();
     let (guard, far_dropped) = drop_flag();
     drop(timers.schedule(HOUR, move || drop(guard)).unwrap());
@@ -217,7 +216,7 @@ fn handles_made_and_dropped_by_a_callback_do_not_keep_the_driver() {
     drop(timers);
     assert!(
         wait_until(|| threads_named(&name) == 0),
-        "the driver outlived its last handle after a callback held the service"
+        "the driver outlived its last clone after a callback held the service"
     );
     assert!(
         wait_until(|| far_dropped.load(SeqCst)),

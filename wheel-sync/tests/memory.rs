@@ -47,8 +47,8 @@ fn after_a_burst_drains_the_driver_gives_its_memory_back() {
     let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
     let timers = manual();
     let hour = Duration::from_secs(3600);
-    // Warm up what is allocated once, on first use (staging tables, the
-    // relay's batch, queue blocks), and keep a few timers pending.
+    // Warm up what is allocated once, on first use (staging tables, queue
+    // blocks, this thread's lane), and keep a few timers pending.
     for _ in 0..10_000 {
         drop(timers.schedule(Duration::from_millis(1), || ()).unwrap());
     }
@@ -77,10 +77,10 @@ fn after_a_burst_drains_the_driver_gives_its_memory_back() {
 }
 
 /// A server with a thread per connection: each thread makes a timer on the
-/// shared service, cancels it and ends. Each thread counted its holders on a
-/// count of its own, listed by the service; once the thread has gone, the
-/// driver's sweep must forget that count, or the list grows by one for
-/// every thread the process ever ran.
+/// shared service, cancels it and ends. Each thread makes a lane to the
+/// service, kept by its thread-locals; once the thread has gone, its lane
+/// must go with it, or memory grows by one for every thread the process
+/// ever ran.
 #[test]
 fn threads_that_come_and_go_leave_no_count_behind() {
     let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
@@ -93,19 +93,19 @@ fn threads_that_come_and_go_leave_no_count_behind() {
             });
         });
     };
-    // Warm up what is allocated once (the driver's tables, the list's room).
+    // Warm up what is allocated once (the driver's tables).
     for _ in 0..200 {
         one_connection();
     }
     let threads = if cfg!(miri) { 20 } else { 5_000 };
-    // Whatever the warm-up left settles within a sweep or two.
+    // Whatever the warm-up left settles within a round or two.
     std::thread::sleep(Duration::from_millis(500));
     let before = LIVE.load(SeqCst);
     for _ in 0..threads {
         one_connection();
     }
-    // A count is a cache line or two and its place in the list: 5 000 left
-    // behind would be over a megabyte.
+    // A lane is a few words, its allocation more: 5 000 left behind would
+    // be over 128 KiB.
     let slack = 128 * 1024;
     let settled = wait_until(PATIENCE, || LIVE.load(SeqCst) <= before + slack);
     assert!(

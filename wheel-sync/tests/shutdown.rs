@@ -278,9 +278,9 @@ fn a_clone_keeps_the_service_running_and_what_it_hands_out_does_not() {
     assert!(rx.recv().is_err(), "the unfired callback was dropped");
 }
 
-/// Threads that held the service by reference and let go, but still run:
-/// their counts are idle, not gone, and the driver disarms them, so the
-/// last drop elsewhere still ends it (within a sweep or two, not at once).
+/// Threads that held the service by reference and let go, but still run
+/// (their lanes live on in their thread-locals): the last drop elsewhere
+/// still ends it.
 #[cfg(target_os = "linux")]
 #[test]
 fn threads_that_let_go_but_still_run_do_not_keep_the_service_alive() {
@@ -308,7 +308,7 @@ fn threads_that_let_go_but_still_run_do_not_keep_the_service_alive() {
     threads.into_iter().for_each(|t| t.join().unwrap());
     assert!(
         gone,
-        "the driver outlived its last handle while idle threads ran"
+        "the driver outlived its last clone while idle threads ran"
     );
 }
 
