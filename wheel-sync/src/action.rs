@@ -133,16 +133,26 @@ impl Wake {
     }
 
     /// Stores `waker` unless the stored one already wakes the same task.
+    /// The clone and the drop of the one it replaces, user code, run
+    /// outside the lock (the driver takes it to fire or abandon).
     pub(crate) fn register(&self, waker: &Waker) {
-        let mut stored = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        match &mut *stored {
-            Some(old) if old.will_wake(waker) => {}
-            _ => *stored = Some(waker.clone()),
+        let same = |stored: &Option<Waker>| stored.as_ref().is_some_and(|old| old.will_wake(waker));
+        if same(&self.lock()) {
+            return;
+        }
+        let new = waker.clone();
+        let old = self.lock().replace(new);
+        if let Some(old) = old {
+            drop_uncounted(old);
         }
     }
 
+    fn lock(&self) -> crate::sync::MutexGuard<'_, Option<Waker>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn take(&self) -> Option<Waker> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).take()
+        self.lock().take()
     }
 }
 

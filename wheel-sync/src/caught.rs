@@ -40,7 +40,13 @@ std::thread_local! {
 /// Drops `value` where no count can be returned (inside a `Drop`), catching
 /// a panic from its drop and leaving it for [`take_uncounted`].
 pub(crate) fn drop_uncounted<T>(value: T) {
-    if !drop_caught(value) {
+    run_uncounted(move || drop(value));
+}
+
+/// Runs `f` where no count can be returned, catching its panic and leaving
+/// it for [`take_uncounted`].
+pub(crate) fn run_uncounted(f: impl FnOnce()) {
+    if !run_caught(f) {
         let _ = UNCOUNTED.try_with(|n| n.set(n.get() + 1));
     }
 }

@@ -29,6 +29,9 @@ const SHUTDOWN_PATIENCE: core::time::Duration = core::time::Duration::from_secs(
 /// Due timers taken out of the wheel at a time before any of them fires
 /// (see `Driver::fire_entries`).
 const FIRE_BATCH: usize = if cfg!(loom) { 2 } else { 32 };
+/// The driver gives its wheel's storage back once it is this many times
+/// what the pending timers need.
+const SHRINK_WHEN: usize = 4;
 /// Cascading ahead stops this close to the next expiration.
 const AHEAD_MARGIN: core::time::Duration = core::time::Duration::from_micros(200);
 
@@ -147,7 +150,7 @@ impl Driver {
         }
         self.cascade_ahead();
         self.give_memory_back();
-        self.sleep(filed > 0 || woken, stalled)
+        self.sleep(filed > 0 || woken)
     }
 
     /// Sleeps until the next expiration unless a message, an advance or a
@@ -162,10 +165,13 @@ impl Driver {
     /// nothing arrives ends in a sleep for good: an idle service costs no
     /// CPU.
     ///
-    /// `stalled`: a producer has claimed a place in the queue and not
-    /// written it; any message wakes the driver (`ANY`), the one it writes
-    /// among them.
-    fn sleep(&mut self, busy: bool, stalled: bool) -> bool {
+    /// A producer that has claimed a place in the queue and not written it
+    /// holds up whatever is queued behind it: the driver then asks to be
+    /// woken by any message (`ANY`), the one that producer writes among
+    /// them. After its fence it sleeps only if nothing can be taken now and
+    /// any place claimed meanwhile will wake it: with places claimed but
+    /// no `ANY` in its word, it goes back to a round, which asks for it.
+    fn sleep(&mut self, busy: bool) -> bool {
         // What the rounds since the last sleep freed may have held a waker
         // whose drop panicked (see `caught`).
         self.shared.count_panics(take_uncounted());
@@ -185,15 +191,14 @@ impl Driver {
             Some(tick) => tick,
             None => FOREVER,
         };
+        let stalled = !self.consumer.is_empty();
         let word = if stalled { wake | ANY } else { wake };
         if !self.shared.plan_sleep(word) {
             return false; // shut down
         }
         crate::sync::atomic::fence(crate::sync::atomic::Ordering::SeqCst);
-        if !self.consumer.has_ready()
-            && !self.shared.spots.any_parked()
-            && !self.shared.advance_waiting()
-        {
+        let queue_quiet = self.consumer.is_empty() || (stalled && !self.consumer.has_ready());
+        if queue_quiet && !self.shared.spots.any_parked() && !self.shared.advance_waiting() {
             DriverStats::bump(&self.shared.stats.wakeups, 1);
             // Time moves a manual clock only by `advance`, which wakes the
             // driver; under loom, which has no clock, every sleep is a park.
@@ -246,11 +251,13 @@ impl Driver {
     }
 
     /// Before a sleep: once a burst has drained, gives the entries' wheel's
-    /// storage back when it is four times what the pending timers need,
-    /// unless it was tried at this size and the wheel has not since halved.
+    /// storage back when it is [`SHRINK_WHEN`] times what the pending timers
+    /// need, unless it was tried at this size and the wheel has not since
+    /// halved (a try scans the storage's vacant tail).
     fn give_memory_back(&mut self) {
         let (capacity, len) = (self.entries.capacity(), self.entries.len());
-        if capacity <= 4 * len.max(BATCH) || (capacity == self.shrunk.0 && 2 * len > self.shrunk.1)
+        if capacity <= SHRINK_WHEN * len.max(BATCH)
+            || (capacity == self.shrunk.0 && 2 * len > self.shrunk.1)
         {
             return;
         }

@@ -12,12 +12,14 @@
 //!   from `FIRED` or `CANCELLED`, or a move while pending), and only by
 //!   CAS, so a concurrent fire at the old tick fails its CAS. `ABANDONED`
 //!   is final.
-//! - `QUEUED` is set while a message for the entry sits in the submission
-//!   queue. A producer that changes the word sets it in the same CAS and
-//!   pushes the entry only if it was clear; the driver clears it when it pops
-//!   the entry and acts on the word it cleared it in. So each entry is in the
-//!   queue at most once, and a cancel that lands while the schedule is still
-//!   queued costs no second message: the driver never files that timer.
+//! - `QUEUED` is set while a message for the entry is on its way to the
+//!   driver: queued, or parked in a spot (see `shared`, rule 2). A producer
+//!   that changes the word sets it in the same CAS and sends a message only
+//!   if it was clear; the driver clears it when it takes the message and
+//!   acts on the word it cleared it in; a cancel that takes its parked
+//!   message back clears it too. So each entry has at most one message on
+//!   its way, and a cancel that lands while the schedule is still on its way
+//!   costs no second message.
 //! - `wheel_index` is touched by the driver thread alone: where the timer is in the
 //!   driver's wheel. Producers never read it; it is atomic only so that the
 //!   entry is `Sync` without `unsafe`.
@@ -39,11 +41,9 @@ const TICK_SHIFT: u32 = 3;
 /// The latest tick a word can hold.
 pub(crate) const MAX_TICK: u64 = u64::MAX >> TICK_SHIFT;
 
-/// `wheel_index` before the driver has seen the entry. Wheel indexes stay below
-/// both sentinels (see [`wheel_core::TimerId::index`]).
-pub(crate) const INDEX_NEW: u32 = u32::MAX;
-/// `wheel_index` once the driver has seen it and it is not in the wheel.
-pub(crate) const INDEX_OUT: u32 = u32::MAX - 1;
+/// `wheel_index` while the timer is not in the driver's wheel. Wheel
+/// indexes stay below it (see [`wheel_core::TimerId::index`]).
+pub(crate) const INDEX_OUT: u32 = u32::MAX;
 
 /// The operations on an entry whose action type has been erased: one table
 /// per action type, pointed at by every entry of that type.
@@ -55,18 +55,15 @@ struct VTable {
 }
 
 /// The shared part of one timer: what the driver, the queue and the owner
-/// all use. It heads an allocation of a [`Timer`], whose action follows it.
-///
-/// 24 bytes, so a callback entry with a two-word closure is a 40-byte
-/// allocation (a 48-byte malloc chunk). `std::sync::Arc<Entry<dyn Action>>`
-/// cost a weak count, a fat pointer in the wheel and the queue, and, for the
-/// callback, a mutex: a 64-byte chunk plus 8 more bytes in the wheel per timer.
+/// all use. It heads an allocation of a [`Timer`], whose action follows it,
+/// and is reached through one-pointer references (no fat pointers in the
+/// wheel or the queue, no weak count).
 pub(crate) struct Entry {
     word: AtomicU64,
     /// References: the owner's, a queued message's, the wheel's. Never more
     /// than a few, so 32 bits are plenty.
     refs: AtomicU32,
-    /// Driver-only: `INDEX_NEW`, `INDEX_OUT` or the timer's wheel index.
+    /// Driver-only: `INDEX_OUT` or the timer's wheel index.
     /// Producers never read it; it is atomic only so that the entry is
     /// `Sync` without `unsafe`.
     wheel_index: AtomicU32,
@@ -149,7 +146,7 @@ impl<A: Action> EntryRef<A> {
             entry: Entry {
                 word: AtomicU64::new(queued_pending(tick)),
                 refs: AtomicU32::new(2),
-                wheel_index: AtomicU32::new(INDEX_NEW),
+                wheel_index: AtomicU32::new(INDEX_OUT),
                 vtable: Timer::<A>::VTABLE,
             },
             action,
@@ -418,6 +415,16 @@ impl EntryRef<Wake> {
         })
         .map(|old| old & QUEUED == 0)
         .ok_or(seen)
+    }
+
+    /// The owner's re-arm refused by a shutdown: a timer that has fired or
+    /// been cancelled (which only its owner changes) is abandoned in one
+    /// exchange, never passing through `PENDING`, where the driver could
+    /// take it for a live timer and count it out a second time.
+    pub(crate) fn abandon_from(&self, from: u64) {
+        debug_assert!(matches!(from, FIRED | CANCELLED), "abandoned from {from}");
+        let done = self.update(|w| (state_of(w) == from).then_some((w & !STATE) | ABANDONED));
+        debug_assert!(done.is_some(), "only the owner leaves {from}");
     }
 }
 

@@ -8,7 +8,7 @@
 
 use core::fmt;
 
-use crate::caught::{drop_caught, run_caught};
+use crate::caught::{drop_caught, run_caught, take_uncounted};
 use crate::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -93,8 +93,11 @@ impl<F> Drop for Handed<F> {
     fn drop(&mut self) {
         if let Some(f) = self.f.take() {
             self.counts.unrun.fetch_add(1, Ordering::Relaxed);
-            if !drop_caught(f) {
-                self.counts.panicked.fetch_add(1, Ordering::Relaxed);
+            // A detached callback's closure catches its own drop's panic
+            // and leaves it uncounted: counted here with the rest.
+            let panicked = u64::from(!drop_caught(f)) + take_uncounted();
+            if panicked > 0 {
+                self.counts.panicked.fetch_add(panicked, Ordering::Relaxed);
             }
         }
     }

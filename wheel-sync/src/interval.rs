@@ -77,8 +77,8 @@ impl MissedTickBehavior {
 /// every period after it. [`tick`](Self::tick) waits for the next and
 /// returns the deadline it was due at, never before that deadline. One
 /// timer serves every tick: it is moved, not made anew, so an interval
-/// allocates once and counts as one in [`TimerService::pending`] for as
-/// long as it lives. A tick that is already due when asked for is delivered
+/// allocates once (at its first wait) and counts as at most one in
+/// [`TimerService::pending`] for as long as it lives. A tick that is already due when asked for is delivered
 /// without waiting for the driver. See [`MissedTickBehavior`] for ticks
 /// that come too late.
 ///

@@ -11,7 +11,7 @@
 //! stored. Scheduling such a callback allocates nothing, and the driver
 //! frees nothing when it fires.
 
-use crate::caught::run_caught;
+use crate::caught::{run_caught, run_uncounted};
 use core::fmt;
 use core::marker::PhantomData;
 use core::mem::{self, ManuallyDrop, MaybeUninit};
@@ -137,7 +137,7 @@ impl Drop for Job {
         let words: *mut Words = &mut self.words;
         // SAFETY: a job that is dropped was never run or discarded (both
         // forget it), so its words still hold the closure.
-        run_caught(|| unsafe { drop(words) });
+        run_uncounted(|| unsafe { drop(words) });
     }
 }
 

@@ -53,8 +53,8 @@
 //!   wheel of its own and hands each back when due; the whole queue is one
 //!   timer of the service's, due at its earliest deadline.
 //! - **Intervals**: an [`Interval`] ticks at a fixed period on one timer
-//!   that each tick moves ([`Sleep::reset`]): it allocates once and is one
-//!   pending timer for its life. [`MissedTickBehavior`] picks the next
+//!   that each tick moves ([`Sleep::reset`]): it allocates once and is at
+//!   most one pending timer for its life. [`MissedTickBehavior`] picks the next
 //!   deadline after a tick observed when the following one was already due.
 //! - **Time**: deadlines round *up* to the tick (1 ms by default) and the
 //!   clock rounds down, so nothing fires early; under light load a timer
@@ -135,7 +135,10 @@
 //! woken), and [`TimerService::pending`] is 0 after; a schedule that races
 //! the shutdown either gets `Ok` and is counted so, or gets
 //! [`ScheduleError::Shutdown`]. A `shutdown` that returns, from any thread,
-//! returns with the service down. A `Sleep` or `Timeout` that was pending
+//! returns with the service down. (The driver waits for an admitted
+//! timer's message however late it comes, up to 10 s without one: a thread
+//! stopped that long between admitting a timer and sending it has been
+//! killed, or the service has a bug.) A `Sleep` or `Timeout` that was pending
 //! at shutdown panics when polled (as tokio's do): it would otherwise hang
 //! forever or lie about its deadline.
 //!

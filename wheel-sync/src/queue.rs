@@ -34,8 +34,7 @@ use crossbeam_utils::CachePadded;
 use crate::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 use crate::sync::{Arc, Backoff, UnsafeCell};
 
-/// Places per block: one allocation serves this many pushes (a block of 32
-/// showed up at 5 % of a producer's profile in the request-timeout bench).
+/// Places per block: one allocation serves this many pushes.
 #[cfg(not(any(loom, miri)))]
 const BLOCK_CAP: usize = 256;
 /// Places per block under miri: small, so its tests cross blocks quickly.
@@ -98,8 +97,8 @@ struct Block<T> {
 }
 
 impl<T> Block<T> {
-    /// Built in place: `Box::new` of a block built on the stack copied its
-    /// 10 KiB over, 11 % of a producer's time in a burst of pushes.
+    /// Built in place: `Box::new` of a block built on the stack would copy
+    /// its 10 KiB over on every new block.
     fn new() -> Box<Self> {
         let mut block = Box::<Self>::new_uninit();
         let p = block.as_mut_ptr();

@@ -173,8 +173,8 @@ impl TimerService {
     /// up to two words (a reference and a number, say) travels inline, so
     /// scheduling allocates nothing and firing frees nothing, and the driver
     /// keeps it by value in a wheel built for timers that are never
-    /// cancelled: 32 bytes per timer in all, where a callback with a handle
-    /// costs 80. A bigger closure is boxed. It counts
+    /// cancelled, a fraction of a callback with a handle's memory. A bigger
+    /// closure is boxed. It counts
     /// toward [`pending`](Self::pending) and [`Builder::max_pending`] like
     /// any callback, and a shutdown drops it unrun like any callback.
     ///

@@ -18,19 +18,22 @@
 //!    callback has no entry: it is the message.
 //!
 //!    A message goes through the queue or, for a new timer with an entry,
-//!    waits in its thread's parking spot (`spot`), displacing the one there
-//!    into the queue. The driver takes every parked message each round, so
-//!    a parked message is as good as a queued one to every rule here; a
-//!    cancel from the thread that parked it takes it back, and the driver
-//!    never sees that timer (a request answered in time).
+//!    waits in its thread's parking spot (`spot`) if the spot is empty. The
+//!    driver takes every parked message each round, so a parked message is
+//!    as good as a queued one to every rule here; a cancel through the
+//!    timer's handle takes it back from the spot of the handle's lane, and
+//!    the driver never sees that timer (a request answered in time).
 //! 3. **The driver's word** says what the driver is doing: `AWAKE`, asleep
 //!    until a tick, or `SHUT_DOWN` (for good). It is the other half of two
 //!    Dekker pairs, each side storing, fencing `SeqCst`, then loading:
 //!    - *admission*: a producer counts its timer in, fences, and reads the
 //!      word; on `SHUT_DOWN` it counts the timer out and refuses it. The
-//!      driver stores `SHUT_DOWN`, fences, and reads `pending`, filing and
-//!      abandoning until it reads zero. So a timer admitted `Ok` is one
-//!      the driver waits for, however late its message comes.
+//!      driver stores `SHUT_DOWN`, fences, and reads `pending` (counts out
+//!      before counts in, so it never reads less than the truth), filing
+//!      and abandoning until it reads zero. So a timer admitted `Ok` is one
+//!      the driver waits for, however late its message comes (up to
+//!      `SHUTDOWN_PATIENCE`: a producer stopped that long between its count
+//!      and its send is a thread killed, or a bug).
 //!    - *wake-up*: a producer sends (pushes or parks), fences, and reads
 //!      the word; if the driver sleeps past the tick by which it must look
 //!      at the message (`look_by`), the producer swaps the word to `AWAKE`
@@ -39,9 +42,11 @@
 //!      only if no message is ready in the queue or the spots and no
 //!      `advance` waits. A message claimed in the queue but not yet written
 //!      holds up the messages behind it: the driver then asks to be woken
-//!      by any message (`ANY`), and the producer writing it finds that.
-//!      A cancel needs no wake-up: the cancelled timer is still in the
-//!      wheel, so the driver's plan is no later than its deadline.
+//!      by any message (`ANY`), and sleeps only with `ANY` in its word while
+//!      places are claimed; every push, whatever it is for, ends with this
+//!      fence and look. A cancel itself needs no wake-up: the cancelled
+//!      timer is still in the wheel, so the driver's plan is no later than
+//!      its deadline.
 //!
 //!    Without a `max_pending` limit, each thread counts its timers in and
 //!    out on its spot, so threads never contend on one count; `pending` is
@@ -69,7 +74,7 @@ use core::fmt;
 use crossbeam_utils::CachePadded;
 
 use crate::clock::Clock;
-use crate::entry::{self, EntryRef};
+use crate::entry::EntryRef;
 use crate::executor::Counts;
 use crate::job::Job;
 use crate::lateness::Histogram;
@@ -271,12 +276,10 @@ impl Shared {
     /// it by tick `look_by`; the message it displaces is pushed.
     pub(crate) fn park(&self, spot: usize, message: EntryRef, look_by: u64) {
         match self.spots.park(spot, message) {
-            Some(displaced) => {
-                let tick = entry::tick_of(displaced.word_relaxed());
-                let seq = self.producer.push(Message::Entry(displaced));
-                self.look_by(look_by.min(tick), seq);
-            }
-            None => self.look_by(look_by, 0),
+            Ok(()) => self.look_by(look_by, 0),
+            // Taken: queued instead, so that no message is ever in a
+            // thread's hands, where neither the driver nor `advance` sees it.
+            Err(message) => self.submit(Message::Entry(message), look_by),
         }
     }
 
@@ -301,29 +304,33 @@ impl Shared {
     }
 
     /// Cancels `entry` if it is still pending, for its owner on spot
-    /// `spot`: counts it out, drops what it holds of the user's, and takes
-    /// its message back if it is parked there, else, unless one is already
-    /// on its way, sends one so the driver frees it. Returns whether it was
-    /// pending.
+    /// `spot`: takes its message back if it is parked there, else, unless
+    /// one is already on its way, sends one so the driver frees it; counts
+    /// it out; then drops what it holds of the user's. Returns whether it
+    /// was pending.
+    ///
+    /// The user's drop comes last: it may drop the service's last clone,
+    /// whose shutdown must then find this timer sent and counted out.
     pub(crate) fn cancel<A>(&self, spot: usize, entry: &EntryRef<A>) -> bool {
         let Some(must_push) = entry.cancel() else {
             return false;
         };
-        // SAFETY: `cancel` won the move to `CANCELLED`.
-        if !unsafe { entry.cancel_action() } {
-            self.count_panics(1);
-        }
         if must_push {
-            // No hurry (rule 3): the timer is in the wheel.
+            // No hurry (rule 3): the timer is in the wheel. But a driver
+            // asleep waiting for any message may wait for this one.
             self.producer.push(Message::Entry(entry.erased()));
+            fence(Ordering::SeqCst);
+            self.wake_driver_if(|_| false);
         } else if self.spots.retract(spot, entry.as_ptr()) {
             // No message is on its way now: a re-arm must send one.
             entry.take_queued();
         }
-        // Counted out last: a shutdown waiting for `pending` to reach zero
-        // then finds the message sent.
         self.spots.count(spot, Count::Cancelled, 1);
         self.uncount_limited(1);
+        // SAFETY: `cancel` won the move to `CANCELLED`.
+        if !unsafe { entry.cancel_action() } {
+            self.count_panics(1);
+        }
         true
     }
 

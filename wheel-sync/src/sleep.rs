@@ -199,19 +199,19 @@ fn rearm(lane: &Lane, entry: &EntryRef<Wake>, tick: u64) {
         if from == ABANDONED {
             return; // shut down: poll reports it
         }
-        let counted = from != PENDING;
-        if counted && shared.admit(spot, false).is_err() {
-            // Shut down: nothing was counted in, so nothing is counted out.
-            // Only this owner moves the timer out of `from`.
-            let _ = entry.rearm_from(from, tick);
-            entry.abandon();
-            return;
+        if from != PENDING {
+            // Only this owner moves the timer out of `FIRED` or `CANCELLED`,
+            // so the re-arm below cannot fail.
+            if shared.admit(spot, false).is_err() {
+                // Shut down: nothing was counted in, nothing is counted out.
+                entry.abandon_from(from);
+                return;
+            }
         }
         match entry.rearm_from(from, tick) {
             Ok(must_push) => break must_push,
-            // Fired or abandoned meanwhile: count it out again, and look again.
-            Err(_) if counted => shared.release(spot, 1),
-            Err(_) => {}
+            // Fired or abandoned by the driver meanwhile: look again.
+            Err(_) => debug_assert_eq!(from, PENDING),
         }
     };
     if must_push {

@@ -5,15 +5,16 @@
 //! # Ground rules
 //!
 //! - A spot holds at most one message: an `EntryRef` given up by
-//!   `into_raw`. Whoever swaps or compare-exchanges a pointer out of the
-//!   spot owns that reference. Parking swaps the new message in; the
-//!   message it displaces goes to the queue, pushed by the parking thread.
-//! - A parked message is as good as a queued one (rule 3 of `shared`): the
-//!   driver takes every parked message each round, and looks at the spots
-//!   after its fence before it sleeps.
-//! - The thread that cancels a parked timer takes its message back with a
-//!   compare-exchange on the spot it was parked in: the driver never sees
-//!   that timer.
+//!   `into_raw`. Whoever compare-exchanges or swaps a pointer out of the
+//!   spot owns that reference. Parking puts a message into an empty spot
+//!   only; a taken spot leaves the new message to the queue, so a message
+//!   is always parked or queued, never in a thread's hands.
+//! - A parked message is as good as a queued one (rules 2 and 3 of
+//!   `shared`): the driver takes every parked message each round, and
+//!   looks at the spots after its fence before it sleeps.
+//! - A cancel takes a parked timer's message back with a compare-exchange
+//!   on the spot of its handle's lane (the spot it was parked in): the
+//!   driver never sees that timer.
 //! - `owners` counts the `TimerService` clones made on the spot's threads,
 //!   each counted out where it was counted in, with a version above the
 //!   count that every change bumps. A clone is made only from a clone, so
@@ -57,6 +58,16 @@ pub(crate) struct Spot {
     released: AtomicU64,
 }
 
+impl Spot {
+    fn counter(&self, which: Count) -> &AtomicU64 {
+        match which {
+            Count::Scheduled => &self.scheduled,
+            Count::Cancelled => &self.cancelled,
+            Count::Released => &self.released,
+        }
+    }
+}
+
 /// Which of a spot's counts.
 #[derive(Clone, Copy)]
 pub(crate) enum Count {
@@ -76,17 +87,22 @@ impl Spots {
         Self((0..SPOTS).map(|_| CachePadded::default()).collect())
     }
 
-    /// Parks `message` in spot `index`; returns the message it displaced,
-    /// which the caller must push.
+    /// Parks `message` in spot `index` if the spot is empty; else hands it
+    /// back, for the caller to queue.
     #[inline]
-    pub(crate) fn park(&self, index: usize, message: EntryRef) -> Option<EntryRef> {
-        let old = self
-            .spot(index)
-            .message
-            .swap(message.into_raw(), Ordering::AcqRel);
-        // SAFETY: a non-null pointer in a spot is a reference given up by
-        // `into_raw`, and the swap made this thread its only taker.
-        (!old.is_null()).then(|| unsafe { EntryRef::from_raw(old) })
+    pub(crate) fn park(&self, index: usize, message: EntryRef) -> Result<(), EntryRef> {
+        let spot = &self.spot(index).message;
+        // A plain load first: a taken spot costs no locked instruction.
+        if !spot.load(Ordering::Relaxed).is_null() {
+            return Err(message);
+        }
+        let ptr = message.into_raw();
+        match spot.compare_exchange(ptr::null_mut(), ptr, Ordering::AcqRel, Ordering::Relaxed) {
+            Ok(_) => Ok(()),
+            // SAFETY: `ptr` came from `into_raw` just above and the spot did
+            // not take it: this thread still owns the reference.
+            Err(_) => Err(unsafe { EntryRef::from_raw(ptr) }),
+        }
     }
 
     /// Takes `entry`'s message back if it is still parked in spot `index`;
@@ -172,37 +188,28 @@ impl Spots {
     /// Adds `delta` to count `which` of spot `index`.
     #[inline]
     pub(crate) fn count(&self, index: usize, which: Count, delta: i64) {
-        let spot = self.spot(index);
-        let counter = match which {
-            Count::Scheduled => &spot.scheduled,
-            Count::Cancelled => &spot.cancelled,
-            Count::Released => &spot.released,
-        };
-        counter.fetch_add(delta as u64, Ordering::AcqRel);
+        (self.spot(index).counter(which)).fetch_add(delta as u64, Ordering::AcqRel);
     }
 
     /// The sum of count `which` across the spots.
     pub(crate) fn total(&self, which: Count) -> u64 {
-        (self.0.iter()).fold(0u64, |sum, spot| {
-            let counter = match which {
-                Count::Scheduled => &spot.scheduled,
-                Count::Cancelled => &spot.cancelled,
-                Count::Released => &spot.released,
-            };
-            sum.wrapping_add(counter.load(Ordering::Acquire))
+        (self.0.iter()).fold(0, |sum, spot| {
+            sum.wrapping_add(spot.counter(which).load(Ordering::Acquire))
         })
     }
 
     /// Live timers: admitted, less cancelled and otherwise counted out.
-    /// Exact when no count is moving; never below zero.
+    /// Exact when no count is moving, and never below the truth: the counts
+    /// out are read first, and every timer counted out was counted in
+    /// before, so the later read of the counts in sees it. (Read the other
+    /// way, a timer counted in and out between the two reads would hide a
+    /// live one, and a shutdown could end before its message came.)
     pub(crate) fn live(&self) -> usize {
-        let (mut live, mut out) = (0u64, 0u64);
-        for spot in self.0.iter() {
-            live = live.wrapping_add(spot.scheduled.load(Ordering::Acquire));
-            out = out.wrapping_add(spot.cancelled.load(Ordering::Acquire));
-            out = out.wrapping_add(spot.released.load(Ordering::Acquire));
-        }
-        usize::try_from(live.wrapping_sub(out) as i64).unwrap_or(0)
+        let out = self
+            .total(Count::Cancelled)
+            .wrapping_add(self.total(Count::Released));
+        let live = self.total(Count::Scheduled).wrapping_sub(out);
+        usize::try_from(live as i64).unwrap_or(0)
     }
 
     #[inline]
@@ -213,8 +220,8 @@ impl Spots {
 
 impl Drop for Spots {
     fn drop(&mut self) {
-        // What a producer parked after the driver's last sweep: its own
-        // message, whose timer it then took back or found shut down.
+        // Parked messages outlive the driver only if its shutdown gave up
+        // waiting for them (see the driver's `SHUTDOWN_PATIENCE`).
         self.sweep(drop);
     }
 }
@@ -230,23 +237,23 @@ mod tests {
     }
 
     #[test]
-    fn park_displace_retract_and_sweep_hand_each_reference_over_once() {
+    fn park_refuse_retract_and_sweep_hand_each_reference_over_once() {
         let spots = Spots::new();
         let (a, a_msg) = message(1);
         let (b, b_msg) = message(2);
-        assert!(spots.park(3, a_msg).is_none());
+        assert!(spots.park(3, a_msg).is_ok());
         assert!(spots.any_parked());
-        let displaced = spots.park(3, b_msg).expect("a is displaced");
-        assert_eq!(displaced.as_ptr(), a.as_ptr());
-        assert!(!spots.retract(3, a.as_ptr()), "a is no longer parked");
-        assert!(!spots.retract(4, b.as_ptr()), "b is parked in spot 3");
-        assert!(spots.retract(3, b.as_ptr()));
-        assert!(!spots.retract(3, b.as_ptr()), "taken back once");
+        let refused = spots.park(3, b_msg).expect_err("spot 3 is taken");
+        assert_eq!(refused.as_ptr(), b.as_ptr());
+        assert!(!spots.retract(3, b.as_ptr()), "b was never parked");
+        assert!(!spots.retract(4, a.as_ptr()), "a is parked in spot 3");
+        assert!(spots.retract(3, a.as_ptr()));
+        assert!(!spots.retract(3, a.as_ptr()), "taken back once");
         assert!(!spots.any_parked());
-        assert!(spots.park(5, displaced).is_none());
+        assert!(spots.park(5, refused).is_ok());
         let mut swept = Vec::new();
         assert_eq!(spots.sweep(|m| swept.push(m)), 1);
-        assert_eq!(swept[0].as_ptr(), a.as_ptr());
+        assert_eq!(swept[0].as_ptr(), b.as_ptr());
         assert_eq!(spots.sweep(drop), 0);
     }
 
@@ -254,7 +261,7 @@ mod tests {
     fn dropping_the_spots_releases_what_is_parked() {
         let spots = Spots::new();
         let (a, a_msg) = message(1);
-        assert!(spots.park(0, a_msg).is_none());
+        assert!(spots.park(0, a_msg).is_ok());
         drop(spots);
         // `a` is now the last reference: dropping it frees the entry (miri
         // reports a leak or a double free otherwise).

@@ -174,3 +174,26 @@ fn the_last_drop_closes_the_executors_channel_though_the_threads_run_on() {
         worker.join().unwrap();
     });
 }
+
+/// A detached callback the executor drops unrun, whose capture panics as
+/// it is dropped: counted unrun, and its panic counted too.
+#[test]
+fn a_detached_callback_dropped_unrun_by_the_executor_counts_its_drops_panic() {
+    struct PanicsOnDrop;
+    impl Drop for PanicsOnDrop {
+        fn drop(&mut self) {
+            panic!("a capture that panics as it is dropped");
+        }
+    }
+    // Drops every callback unrun, on a thread of its own.
+    let timers = TimerService::builder()
+        .callback_executor(|task| drop(thread::spawn(move || drop(task))))
+        .build()
+        .unwrap();
+    let capture = PanicsOnDrop;
+    timers
+        .schedule_detached(Duration::ZERO, move || drop(capture))
+        .unwrap();
+    assert!(wait_until(PATIENCE, || timers.stats().panicked == 1));
+    assert_eq!(timers.shutdown().unwrap().unrun, 1);
+}

@@ -223,3 +223,21 @@ fn clones_made_and_dropped_by_a_callback_do_not_keep_the_driver() {
         "an unfired callback was never dropped"
     );
 }
+
+/// Cancelling a callback whose closure holds the service's last clone: the
+/// closure's drop ends the service, from inside `cancel`, and the shutdown
+/// must find the cancelled timer counted out (it used to wait out its
+/// patience, 10 s, for it).
+#[test]
+fn cancelling_a_callback_that_holds_the_last_clone_ends_the_service_at_once() {
+    let timers = TimerService::new();
+    let last = timers.clone();
+    let handle = timers
+        .schedule(HOUR, move || drop(last.schedule(HOUR, || ())))
+        .unwrap();
+    drop(timers);
+    let started = Instant::now();
+    assert!(handle.cancel());
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(2), "the cancel took {took:?}");
+}

@@ -393,3 +393,33 @@ fn a_sleep_reset_to_the_past_then_to_the_future_fires() {
     assert_eq!(poll_once(&mut sleep, &waker), Poll::Ready(()));
     assert_eq!(timers.pending(), 0);
 }
+
+/// A sleep polled again with another waker drops the one it held: when
+/// that drop drops the service's last clone, the shutdown it starts joins a
+/// driver that abandons this very sleep. The old waker must not be dropped
+/// under the sleep's waker lock, which the driver takes to abandon it.
+#[test]
+fn a_replaced_waker_whose_drop_ends_the_service_does_not_deadlock() {
+    /// A waker holding a clone of the service.
+    struct Holds(std::sync::Mutex<Option<TimerService>>);
+    impl Wake for Holds {
+        fn wake(self: Arc<Self>) {}
+    }
+    let timers = TimerService::new();
+    let holder = Arc::new(Holds(std::sync::Mutex::new(Some(timers.clone()))));
+    let mut sleep = timers.sleep(HOUR);
+    assert!(poll_once(&mut sleep, &Waker::from(holder)).is_pending());
+    drop(timers);
+    let repolled = std::thread::spawn(move || {
+        // The waker held the last clone: replacing it ends the service, and
+        // the poll, finding its sleep abandoned, panics, as documented.
+        let poll = std::panic::AssertUnwindSafe(|| poll_once(&mut sleep, Waker::noop()));
+        let panicked = std::panic::catch_unwind(poll).is_err();
+        (panicked, sleep.is_shut_down())
+    });
+    assert!(
+        wait_until(|| repolled.is_finished()),
+        "the poll that replaced the waker hung"
+    );
+    assert_eq!(repolled.join().unwrap(), (true, true));
+}
