@@ -31,10 +31,10 @@
 //!   poll, as tokio's does: a [`Timeout`] around a future that is ready at
 //!   once costs no timer.
 //! - **Submission never blocks or locks**: a new timer waits in its
-//!   thread's parking spot next to the queue, displacing the one there into
-//!   a lock-free MPSC queue; the one driver thread takes both each round. A
-//!   cancel from the same thread takes a parked timer back, so a request
-//!   timeout answered in time never reaches the driver. Each thread counts
+//!   thread's parking spot next to the queue if the spot is empty, else goes
+//!   into a lock-free MPSC queue; the one driver thread takes both each
+//!   round. A cancel takes a parked timer back, so a request timeout
+//!   answered in time never reaches the driver. Each thread counts
 //!   its timers, and the handles it makes hold the service, on lines it
 //!   owns, however the service is held (by reference, a clone per task, the
 //!   global functions).

@@ -272,8 +272,8 @@ impl Shared {
         self.look_by(look_by, seq);
     }
 
-    /// Parks a new timer's `message` in spot `spot`, the driver to look at
-    /// it by tick `look_by`; the message it displaces is pushed.
+    /// Parks a new timer's `message` in spot `spot`, or queues it if the
+    /// spot is taken; the driver is to look at it by tick `look_by`.
     pub(crate) fn park(&self, spot: usize, message: EntryRef, look_by: u64) {
         match self.spots.park(spot, message) {
             Ok(()) => self.look_by(look_by, 0),

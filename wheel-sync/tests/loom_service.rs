@@ -3,7 +3,7 @@
 //! thread): cancel vs fire, cancel while queued, the driver's sleep and a
 //! producer's wake-up, `Sleep` waker registration vs fire, the
 //! `max_pending` counter, shutdown racing a schedule, parked timers
-//! displacing each other, taken back by a cancel, swept by the driver,
+//! sharing a spot, taken back by a cancel, swept by the driver,
 //! abandoned at shutdown, detached callbacks (no entry: queued and filed
 //! by value) fired, or dropped unrun by a racing shutdown, a parked `Sleep`
 //! moved earlier, sleeps fired in one round, a manual clock's `advance`,
@@ -331,11 +331,11 @@ fn shutdown_racing_schedule_loses_nothing() {
 }
 
 #[test]
-fn parked_timers_displacing_each_other_are_all_accounted_for() {
+fn timers_sharing_a_spot_are_all_accounted_for() {
     model(|| {
-        // Far-off timers are parked; model threads share one parking spot, so the
-        // second displaces the first into the queue while the driver may be
-        // sweeping the spot.
+        // New timers park; with two spots under loom, the model's threads
+        // may share one, and then the second finds it taken and is queued
+        // while the driver may be sweeping the spot.
         let timers = TimerService::new();
         let drops = Arc::new(AtomicUsize::new(0));
         let spawn_schedule = |timers: &TimerService| {
