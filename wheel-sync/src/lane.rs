@@ -31,7 +31,7 @@ struct ThisThread {
 }
 
 impl ThisThread {
-    fn new() -> Self {
+    const fn new() -> Self {
         Self {
             number: Cell::new(0),
             lanes: RefCell::new(Vec::new()),
@@ -65,7 +65,7 @@ fn draw() -> usize {
 
 #[cfg(not(loom))]
 std::thread_local! {
-    static THIS_THREAD: ThisThread = ThisThread::new();
+    static THIS_THREAD: ThisThread = const { ThisThread::new() };
 }
 
 #[cfg(loom)]

@@ -311,7 +311,12 @@ impl Shared {
     ///
     /// The user's drop comes last: it may drop the service's last clone,
     /// whose shutdown must then find this timer sent and counted out.
-    pub(crate) fn cancel<A>(&self, spot: usize, entry: &EntryRef<A>) -> bool {
+    ///
+    /// `rearmable`: the owner may move the timer back to `PENDING` (a
+    /// `Sleep` reset to a passed deadline), so a message taken back must
+    /// leave `QUEUED` clear for the re-arm to send one; a handle's cancel
+    /// and a sleep's drop are final, and skip that write.
+    pub(crate) fn cancel<A>(&self, spot: usize, entry: &EntryRef<A>, rearmable: bool) -> bool {
         let Some(must_push) = entry.cancel() else {
             return false;
         };
@@ -321,7 +326,7 @@ impl Shared {
             self.producer.push(Message::Entry(entry.erased()));
             fence(Ordering::SeqCst);
             self.wake_driver_if(|_| false);
-        } else if self.spots.retract(spot, entry.as_ptr()) {
+        } else if self.spots.retract(spot, entry.as_ptr()) && rearmable {
             // No message is on its way now: a re-arm must send one.
             entry.take_queued();
         }

@@ -163,7 +163,7 @@ impl Sleep {
             return; // its first poll makes the timer
         };
         if self.passed {
-            lane.shared.cancel(lane.spot, entry);
+            lane.shared.cancel(lane.spot, entry, true);
         } else {
             rearm(lane, entry, lane.shared.clock.tick_for(deadline));
         }
@@ -260,7 +260,7 @@ impl Drop for Sleep {
             return;
         };
         let lane = &*self.lane;
-        lane.shared.cancel(lane.spot, &entry);
+        lane.shared.cancel(lane.spot, &entry, false);
         drop(entry);
         // If that was the last reference, its waker went with it: a panic
         // of the waker's drop was caught there and is counted here.

@@ -171,12 +171,19 @@ impl Spots {
     /// Every access is `SeqCst`, so the caller's own count and these reads
     /// take their places in one order with every other thread's: the
     /// thread that counts the last owner out reads after every other change.
+    ///
+    /// A first look for any count ends the usual case early (a clone left
+    /// elsewhere), before the two reads that decide.
     #[cold]
     fn unowned(&self) -> bool {
+        let owned = |word: u64| word & COUNT != 0;
+        if (self.0.iter()).any(|spot| owned(spot.owners.load(Ordering::SeqCst))) {
+            return false;
+        }
         let mut first = [0; SPOTS];
         for (seen, spot) in first.iter_mut().zip(self.0.iter()) {
             *seen = spot.owners.load(Ordering::SeqCst);
-            if *seen & COUNT != 0 {
+            if owned(*seen) {
                 return false;
             }
         }
