@@ -159,6 +159,7 @@ mod level;
 mod slab;
 mod stage;
 mod tables;
+mod timer_id;
 mod waker_queue;
 mod wheel;
 

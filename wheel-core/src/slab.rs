@@ -10,82 +10,7 @@ use crate::Expired;
 /// The "no entry" index: ends lists and the free list.
 pub(crate) const NIL: u32 = u32::MAX;
 
-/// Names one timer in one wheel.
-///
-/// It goes stale once its timer fires, is cancelled or is drained; a stale id
-/// is inert (`cancel` gives `None`, `reschedule` gives `false`). Entries are
-/// reused, but each reuse bumps a 32-bit generation, so an id can only match a
-/// newer timer after its entry has been reused 2³² times.
-///
-/// # Examples
-/// ```
-/// use wheel_core::Wheel;
-///
-/// let mut wheel = Wheel::new();
-/// let id = wheel.insert(5, "tick");
-/// assert_eq!(wheel.cancel(id), Some("tick"));
-/// assert_eq!(wheel.cancel(id), None); // stale now
-/// ```
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
-pub struct TimerId {
-    pub(crate) index: u32,
-    pub(crate) generation: u32,
-}
-
-impl TimerId {
-    /// The id packed into one `u64`, e.g. to keep it in an atomic. Indexes
-    /// stay below `u32::MAX - 1`, so the packed value is never `u64::MAX` or
-    /// `u64::MAX - 1`: those two are free for use as sentinels.
-    ///
-    /// # Examples
-    /// ```
-    /// use wheel_core::{TimerId, Wheel};
-    ///
-    /// let mut wheel = Wheel::new();
-    /// let id = wheel.insert(1, ());
-    /// assert_eq!(TimerId::from_bits(id.to_bits()), id);
-    /// ```
-    #[inline]
-    pub const fn to_bits(self) -> u64 {
-        ((self.generation as u64) << 32) | self.index as u64
-    }
-
-    /// Where the timer is kept: an index below `u32::MAX - 1` that no other
-    /// timer pending in the same wheel has. With
-    /// [`TimerWheel::id_at`](crate::TimerWheel::id_at) it lets a caller
-    /// that is short of room keep 32 bits instead of the whole id.
-    ///
-    /// # Examples
-    /// ```
-    /// use wheel_core::Wheel;
-    ///
-    /// let mut wheel = Wheel::new();
-    /// let id = wheel.insert(1, ());
-    /// assert_eq!(wheel.id_at(id.index()), Some(id));
-    /// ```
-    #[inline]
-    pub const fn index(self) -> u32 {
-        self.index
-    }
-
-    /// Unpacks [`to_bits`](Self::to_bits). An id made up from arbitrary
-    /// bits is harmless: at worst it names some timer of the wheel it is used
-    /// with, at best none.
-    ///
-    /// # Examples
-    /// ```
-    /// use wheel_core::TimerId;
-    ///
-    /// assert_eq!(TimerId::from_bits(7).to_bits(), 7);
-    /// ```
-    #[inline]
-    pub const fn from_bits(bits: u64) -> Self {
-        Self {
-            index: bits as u32,
-            generation: (bits >> 32) as u32,
-        }
-    }
-}
+pub use crate::timer_id::TimerId;
 
 mod sealed {
     /// Where a timer is: its deadline and its links in a slot list. Kept
@@ -556,17 +481,34 @@ impl<T> Slab<T, VecStorage<T>> {
     /// timers scattered over the storage drain costs O(tail) each time, and
     /// the O(entries) pass is paid only with as many entries given back.
     pub(crate) fn shrink_to_fit(&mut self) {
-        let entries = &mut self.storage.entries;
-        let keep = entries
-            .iter()
-            .rposition(|e| matches!(e, Entry::Occupied { .. }))
-            .map_or(0, |last| last + 1);
-        if 2 * keep > entries.len() {
-            entries.shrink_to_fit();
+        let keep = self.occupied_len();
+        if 2 * keep > self.storage.entries.len() {
+            self.storage.entries.shrink_to_fit();
             self.storage.links.shrink_to_fit();
             return;
         }
+        self.truncate(keep);
+    }
+
+    /// One past the last occupied entry.
+    pub(crate) fn occupied_len(&self) -> usize {
+        self.storage
+            .entries
+            .iter()
+            .rposition(|e| matches!(e, Entry::Occupied { .. }))
+            .map_or(0, |last| last + 1)
+    }
+
+    /// Drops the entries from `keep` on, all vacant, gives the memory
+    /// back, and threads the free list again, lowest index first, through
+    /// what is left: so that what is inserted next keeps the storage short,
+    /// and so that a free list left stale by [`Self::move_entry`] is whole
+    /// again. O(entries).
+    pub(crate) fn truncate(&mut self, keep: usize) {
+        let entries = &mut self.storage.entries;
+        let keep = keep.min(entries.len());
         for entry in &entries[keep..] {
+            debug_assert!(matches!(entry, Entry::Vacant { .. }), "truncating a timer");
             if let Entry::Vacant { generation, .. } = *entry {
                 // A vacant entry holds the generation its next use gets.
                 let fresh = &mut self.storage.fresh_generation;
@@ -585,5 +527,48 @@ impl<T> Slab<T, VecStorage<T>> {
             }
         }
         self.free_head = free_head;
+    }
+
+    /// Moves the timer at `from` into the vacant entry `to`, with its
+    /// deadline (not its list links); returns its old id and its new one.
+    /// `None`, moving nothing, unless `from` is occupied and `to` vacant.
+    /// The free list is stale afterwards, still holding `to`: only
+    /// [`Self::truncate`] may follow.
+    pub(crate) fn move_entry(&mut self, from: u32, to: u32) -> Option<(TimerId, TimerId)> {
+        let entries = &mut self.storage.entries;
+        let (
+            Some(Entry::Occupied { generation, .. }),
+            Some(&Entry::Vacant {
+                generation: new, ..
+            }),
+        ) = (entries.get(from as usize), entries.get(to as usize))
+        else {
+            return None;
+        };
+        let old = TimerId {
+            index: from,
+            generation: *generation,
+        };
+        let vacant = Entry::Vacant {
+            generation: old.generation.wrapping_add(1),
+            next_free: NIL,
+        };
+        let Entry::Occupied { value, .. } = core::mem::replace(&mut entries[from as usize], vacant)
+        else {
+            return None;
+        };
+        entries[to as usize] = Entry::Occupied {
+            generation: new,
+            value,
+        };
+        let deadline = self.link(from).deadline;
+        self.link_mut(to).deadline = deadline;
+        Some((
+            old,
+            TimerId {
+                index: to,
+                generation: new,
+            },
+        ))
     }
 }

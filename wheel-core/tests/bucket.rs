@@ -145,3 +145,53 @@ fn bursts_filed_and_fired_over_and_over_reuse_chunks_within_bounds() {
         wheel.validate();
     }
 }
+
+/// `peek` names what `advance` yields next: after random inserts (many
+/// sharing a deadline) and moves of the clock, any target at or past the
+/// peeked deadline yields that very timer first; while a slot is staged,
+/// a timer with the least deadline.
+#[test]
+fn peek_names_what_advance_yields_next() {
+    for seed in 0..300 {
+        let mut rng = Rng(seed);
+        let start = if seed % 2 == 0 { 0 } else { rng.next() >> 8 };
+        let mut wheel = BucketWheel::starting_at(start);
+        let mut pending = std::collections::BTreeMap::<u64, u64>::new(); // value → deadline
+        let shared: Vec<u64> = (0..6).map(|_| start + rng.spread(30)).collect();
+        let ahead = seed % 3 == 0;
+        for value in 0..300u64 {
+            let now = wheel.now();
+            match (wheel.peek(), pending.values().min()) {
+                (None, None) => {}
+                (Some((deadline, &v)), Some(&least)) => {
+                    assert_eq!(pending.get(&v), Some(&deadline), "seed {seed}");
+                    assert!(deadline == least || deadline <= now, "seed {seed}");
+                }
+                (peeked, least) => panic!("seed {seed}: peek {peeked:?}, least {least:?}"),
+            }
+            if rng.below(3) > 0 {
+                let deadline = if rng.below(3) > 0 {
+                    shared[rng.below(6) as usize].max(now)
+                } else {
+                    now + rng.spread(30)
+                };
+                wheel.insert(deadline, value);
+                pending.insert(value, deadline);
+                if ahead {
+                    wheel.cascade_ahead(rng.below(4) as usize);
+                }
+            } else if let Some((deadline, &v)) = wheel.peek() {
+                let target = deadline.max(now).saturating_add(rng.spread(8));
+                let mut advance = wheel.advance(target);
+                let first = advance.next().expect("the peeked timer is due");
+                if ahead {
+                    assert_eq!(first.0, deadline, "seed {seed}");
+                    pending.remove(&first.1);
+                } else {
+                    assert_eq!(first, (deadline, v), "seed {seed}");
+                    pending.remove(&v);
+                }
+            }
+        }
+    }
+}
