@@ -213,3 +213,35 @@ impl Builder {
         Ok(TimerService::owning(&shared))
     }
 }
+
+#[cfg(not(loom))]
+impl Builder {
+    /// Builds the service and makes it the process-wide one, behind
+    /// [`TimerService::global`] and the free functions ([`sleep`](crate::sleep),
+    /// [`timeout`](crate::timeout), …) and [`DelayQueue::new`](crate::DelayQueue::new):
+    /// so code written against those runs on, say, a
+    /// [manual clock](Self::manual_clock) in a test binary of its own.
+    ///
+    /// # Errors
+    /// `AlreadyExists` if the process-wide service exists already (it is
+    /// made on first use); otherwise as [`build`](Self::build).
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let timers = wheel_sync::TimerService::builder().manual_clock().build_global().unwrap();
+    /// let start = timers.now();
+    /// timers.run_paused(wheel_sync::sleep(Duration::from_secs(60))).unwrap();
+    /// assert_eq!(timers.now() - start, Duration::from_secs(60));
+    /// ```
+    pub fn build_global(self) -> io::Result<&'static TimerService> {
+        let exists = || io::Error::new(io::ErrorKind::AlreadyExists, "the global service exists");
+        if crate::global::GLOBAL.get().is_some() {
+            return Err(exists());
+        }
+        let service = self.build()?;
+        crate::global::GLOBAL.set(service).map_err(|_| exists())?;
+        crate::global::GLOBAL.get().ok_or_else(exists)
+    }
+}

@@ -4,43 +4,29 @@
 //! feature it is a `futures_core::Stream` of [`Expired`] items.
 
 use core::fmt;
-use core::future::{poll_fn, Future};
-use core::pin::Pin;
-use core::task::{Context, Poll};
+use core::task::Waker;
 use std::time::{Duration, Instant};
 
-use wheel_core::{TimerId, Wheel};
+use wheel_core::Wheel;
 
 use crate::lane::{self, Lane};
 use crate::sync::Arc;
 use crate::{Sleep, TimerService};
 
 mod expired;
+mod key;
+mod poll;
 #[cfg(feature = "stream")]
 mod stream;
 
 pub use expired::Expired;
-
-/// Names an item in a [`DelayQueue`]. Keys are generational: once the item
-/// has expired or been removed, its key names nothing, even if the queue
-/// reuses the place for a new item.
-///
-/// # Examples
-/// ```
-/// use std::time::Duration;
-///
-/// let timers = wheel_sync::TimerService::new();
-/// let mut queue = wheel_sync::DelayQueue::with_service(&timers);
-/// let key = queue.insert("session 7", Duration::from_secs(30));
-/// assert_eq!(queue.remove(key), Some("session 7"));
-/// assert_eq!(queue.remove(key), None);
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Key(TimerId);
+pub use key::Key;
+use key::Renames;
 
 /// A queue of items, each handed back once its own deadline has come:
 /// per-connection idle timeouts, a cache's time-to-live, retries with
-/// backoff, all owned by one task.
+/// backoff, all owned by one task. Its API is `tokio_util::time::DelayQueue`'s,
+/// so code written for that one moves here by changing its `use` lines.
 ///
 /// The items live in a [`wheel_core::Wheel`] inside the queue: inserting,
 /// removing or moving one is O(1) and touches no other thread. The queue
@@ -50,14 +36,24 @@ pub struct Key(TimerId);
 /// round up to the service's tick. Items already due come out first (in
 /// no particular order), then the rest in deadline order.
 ///
+/// **Wakes.** The task that last polled the queue is woken when an
+/// `insert` or a `reset` makes the earliest deadline earlier, and when a
+/// `remove`, `try_remove` or `clear` leaves the queue empty or makes its
+/// earliest deadline later; its next poll then waits for the new one. So a
+/// waiting task never waits past the queue's next deadline, and
+/// `poll_expired` answers `Ready(None)` as soon as the queue is empty.
+///
 /// [`poll_expired`](Self::poll_expired) returns `Ready(None)` when the queue
 /// is empty (as tokio's does), and can be polled again after an insert. With
 /// the `stream` feature, the queue is a `futures_core::Stream` of
 /// [`Expired`] items that does the same (see its impl).
 ///
 /// # Panics
-/// [`poll_expired`](Self::poll_expired) panics, as [`Sleep`] does, if it
-/// would wait for a deadline after the service has shut down.
+/// Once the service has shut down, [`poll_expired`](Self::poll_expired)
+/// still hands out every item already due, then answers `Ready(None)` if
+/// the queue is empty, and panics, as [`Sleep`] does, if it would have to
+/// wait. The methods that take a [`Key`] panic if it names nothing, as
+/// tokio's do; [`try_remove`](Self::try_remove) does not.
 ///
 /// # Examples
 /// ```
@@ -68,7 +64,7 @@ pub struct Key(TimerId);
 /// let start = Instant::now();
 /// idle.insert("conn 2", Duration::from_millis(4));
 /// let first = idle.insert("conn 1", Duration::from_millis(2));
-/// idle.reset(first, Duration::from_millis(6)); // conn 1 was active again
+/// idle.reset(&first, Duration::from_millis(6)); // conn 1 was active again
 /// # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
 /// rt.block_on(async {
 ///     let mut closed = Vec::new();
@@ -86,9 +82,13 @@ pub struct DelayQueue<T> {
     /// service's, rounded up.
     wheel: Wheel<(T, Instant)>,
     /// Due when the tick beside it begins (the wheel's next expiration),
-    /// once the queue has had to wait. The tick is kept so that polls and
-    /// inserts compare ticks, not `Instant`s made from them.
+    /// once the queue has had to wait. The tick is kept so that polls
+    /// compare ticks, not `Instant`s made from them.
     sleep: Option<(Sleep, u64)>,
+    /// The task that last polled, woken when the next expiration moves.
+    waker: Option<Waker>,
+    /// Keys of the items `compact` moved.
+    renames: Renames,
 }
 
 impl<T> DelayQueue<T> {
@@ -108,6 +108,24 @@ impl<T> DelayQueue<T> {
         Self::with_service(TimerService::global())
     }
 
+    /// An empty queue on the process-wide service with room for `capacity`
+    /// items before it reallocates.
+    ///
+    /// # Panics
+    /// As [`TimerService::global`], and as [`reserve`](Self::reserve).
+    ///
+    /// # Examples
+    /// ```
+    /// let queue = wheel_sync::DelayQueue::<u32>::with_capacity(10);
+    /// assert_eq!(queue.capacity(), 10);
+    /// ```
+    #[cfg(not(loom))]
+    pub fn with_capacity(capacity: usize) -> Self {
+        let mut queue = Self::new();
+        queue.reserve(capacity);
+        queue
+    }
+
     /// An empty queue on `service`.
     ///
     /// # Examples
@@ -123,6 +141,8 @@ impl<T> DelayQueue<T> {
             wheel: Wheel::starting_at(lane.shared.clock.now_tick()),
             lane,
             sleep: None,
+            waker: None,
+            renames: Renames::default(),
         }
     }
 
@@ -138,8 +158,10 @@ impl<T> DelayQueue<T> {
     ///
     /// let mut queue = wheel_sync::DelayQueue::new();
     /// let key = queue.insert("retry", Duration::from_millis(100));
-    /// assert!(queue.deadline(key).is_some());
+    /// assert_eq!(queue.len(), 1);
+    /// # let _ = key;
     /// ```
+    #[track_caller]
     pub fn insert(&mut self, value: T, delay: Duration) -> Key {
         let (deadline, tick) = self.lane.shared.clock.deadline_after(delay);
         self.insert_tick(value, deadline, tick)
@@ -157,22 +179,28 @@ impl<T> DelayQueue<T> {
     /// let mut queue = wheel_sync::DelayQueue::new();
     /// let at = Instant::now() + Duration::from_secs(5);
     /// let key = queue.insert_at('a', at);
-    /// assert_eq!(queue.deadline(key), Some(at));
+    /// assert_eq!(queue.deadline(&key), at);
     /// ```
+    #[track_caller]
     pub fn insert_at(&mut self, value: T, deadline: Instant) -> Key {
         let tick = self.lane.shared.clock.tick_for(deadline);
         self.insert_tick(value, deadline, tick)
     }
 
     /// Inserts `value`, due at `deadline`, whose tick is `tick`.
+    #[track_caller]
     fn insert_tick(&mut self, value: T, deadline: Instant, tick: u64) -> Key {
+        let before = self.wheel.next_expiration();
         let id = self.wheel.insert(tick, (value, deadline));
-        self.hurry(tick);
+        self.moved_from(before);
         Key(id)
     }
 
-    /// Takes the item out before its deadline; `None` if `key` names
-    /// nothing (the item expired or was removed).
+    /// Takes the item out before its deadline, with the deadline it had.
+    ///
+    /// # Panics
+    /// If `key` names nothing (the item came out or was removed); see
+    /// [`try_remove`](Self::try_remove).
     ///
     /// # Examples
     /// ```
@@ -180,17 +208,46 @@ impl<T> DelayQueue<T> {
     ///
     /// let mut queue = wheel_sync::DelayQueue::new();
     /// let key = queue.insert(7, Duration::from_secs(1));
-    /// assert_eq!(queue.remove(key), Some(7));
+    /// assert_eq!(queue.remove(&key).into_inner(), 7);
     /// assert!(queue.is_empty());
     /// ```
-    pub fn remove(&mut self, key: Key) -> Option<T> {
-        // The sleep stays armed: if it was this item's, it wakes the task
-        // once for nothing, which is cheaper than moving it on every remove.
-        self.wheel.cancel(key.0).map(|(value, _)| value)
+    #[track_caller]
+    pub fn remove(&mut self, key: &Key) -> Expired<T> {
+        match self.try_remove(key) {
+            Some(expired) => expired,
+            None => stale(key),
+        }
     }
 
-    /// Moves the item's deadline to `delay` from now; `false` if `key` names
-    /// nothing.
+    /// Takes the item out before its deadline, with the deadline it had;
+    /// `None` if `key` names nothing (the item came out or was removed).
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let mut queue = wheel_sync::DelayQueue::new();
+    /// let key = queue.insert("foo", Duration::from_secs(5));
+    /// assert_eq!(queue.try_remove(&key).unwrap().into_inner(), "foo");
+    /// assert!(queue.try_remove(&key).is_none());
+    /// ```
+    pub fn try_remove(&mut self, key: &Key) -> Option<Expired<T>> {
+        let id = self.renames.id(key);
+        let before = self.wheel.next_expiration();
+        let (value, deadline) = self.wheel.cancel(id)?;
+        self.renames.forget(id);
+        self.moved_from(before);
+        Some(Expired {
+            value,
+            deadline,
+            key: *key,
+        })
+    }
+
+    /// Moves the item's deadline to `delay` from now.
+    ///
+    /// # Panics
+    /// If `key` names nothing (the item came out or was removed).
     ///
     /// # Examples
     /// ```
@@ -198,15 +255,18 @@ impl<T> DelayQueue<T> {
     ///
     /// let mut queue = wheel_sync::DelayQueue::new();
     /// let key = queue.insert("idle", Duration::from_secs(30));
-    /// assert!(queue.reset(key, Duration::from_secs(60)));
+    /// queue.reset(&key, Duration::from_secs(60));
     /// ```
-    pub fn reset(&mut self, key: Key, delay: Duration) -> bool {
+    #[track_caller]
+    pub fn reset(&mut self, key: &Key, delay: Duration) {
         let (deadline, tick) = self.lane.shared.clock.deadline_after(delay);
-        self.reset_tick(key, deadline, tick)
+        self.reset_tick(key, deadline, tick);
     }
 
-    /// Moves the item's deadline to `deadline`; `false` if `key` names
-    /// nothing.
+    /// Moves the item's deadline to `deadline` (at once if it has passed).
+    ///
+    /// # Panics
+    /// If `key` names nothing (the item came out or was removed).
     ///
     /// # Examples
     /// ```
@@ -215,26 +275,32 @@ impl<T> DelayQueue<T> {
     /// let mut queue = wheel_sync::DelayQueue::new();
     /// let key = queue.insert("idle", Duration::from_secs(30));
     /// let at = Instant::now() + Duration::from_secs(5);
-    /// assert!(queue.reset_at(key, at));
-    /// assert_eq!(queue.deadline(key), Some(at));
+    /// queue.reset_at(&key, at);
+    /// assert_eq!(queue.deadline(&key), at);
     /// ```
-    pub fn reset_at(&mut self, key: Key, deadline: Instant) -> bool {
+    #[track_caller]
+    pub fn reset_at(&mut self, key: &Key, deadline: Instant) {
         let tick = self.lane.shared.clock.tick_for(deadline);
-        self.reset_tick(key, deadline, tick)
+        self.reset_tick(key, deadline, tick);
     }
 
     /// Moves the item's deadline to `deadline`, whose tick is `tick`.
-    fn reset_tick(&mut self, key: Key, deadline: Instant, tick: u64) -> bool {
-        let Some((_, at)) = self.wheel.get_mut(key.0) else {
-            return false;
+    #[track_caller]
+    fn reset_tick(&mut self, key: &Key, deadline: Instant, tick: u64) {
+        let id = self.renames.id(key);
+        let before = self.wheel.next_expiration();
+        let Some((_, at)) = self.wheel.get_mut(id) else {
+            stale(key)
         };
         *at = deadline;
-        self.wheel.reschedule(key.0, tick);
-        self.hurry(tick);
-        true
+        self.wheel.reschedule(id, tick);
+        self.moved_from(before);
     }
 
-    /// The item's deadline; `None` if `key` names nothing.
+    /// The item's deadline.
+    ///
+    /// # Panics
+    /// If `key` names nothing (the item came out or was removed).
     ///
     /// # Examples
     /// ```
@@ -243,12 +309,33 @@ impl<T> DelayQueue<T> {
     /// let mut queue = wheel_sync::DelayQueue::new();
     /// let at = Instant::now() + Duration::from_secs(1);
     /// let key = queue.insert_at((), at);
-    /// assert_eq!(queue.deadline(key), Some(at));
-    /// queue.remove(key);
-    /// assert_eq!(queue.deadline(key), None);
+    /// assert_eq!(queue.deadline(&key), at);
     /// ```
-    pub fn deadline(&self, key: Key) -> Option<Instant> {
-        self.wheel.get(key.0).map(|&(_, deadline)| deadline)
+    #[track_caller]
+    pub fn deadline(&self, key: &Key) -> Instant {
+        match self.wheel.get(self.renames.id(key)) {
+            Some(&(_, deadline)) => deadline,
+            None => stale(key),
+        }
+    }
+
+    /// The key of the item [`poll_expired`](Self::poll_expired) hands out
+    /// next (once its deadline has come), without taking it out: an item
+    /// with the earliest deadline, or one of those already due. `None` if
+    /// the queue is empty.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let mut queue = wheel_sync::DelayQueue::new();
+    /// queue.insert("foo", Duration::from_secs(10));
+    /// let bar = queue.insert("bar", Duration::from_secs(5));
+    /// queue.insert("baz", Duration::from_secs(15));
+    /// assert_eq!(queue.peek(), Some(bar));
+    /// ```
+    pub fn peek(&self) -> Option<Key> {
+        self.wheel.peek().map(|(id, _)| self.renames.key(id))
     }
 
     /// Makes room for `additional` more items without reallocating.
@@ -265,6 +352,52 @@ impl<T> DelayQueue<T> {
     /// ```
     pub fn reserve(&mut self, additional: usize) {
         self.wheel.reserve(additional);
+    }
+
+    /// Gives back the memory of the places freed past the last item: after
+    /// a burst has drained, the queue shrinks to what its items need. Like
+    /// tokio's, it cannot move items, so an item in a high place keeps the
+    /// memory below it; [`compact`](Self::compact) moves them.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let mut queue = wheel_sync::DelayQueue::new();
+    /// let keys: Vec<_> = (0..1000).map(|i| queue.insert(i, Duration::from_secs(9))).collect();
+    /// for key in &keys[10..] {
+    ///     queue.remove(key);
+    /// }
+    /// queue.shrink_to_fit();
+    /// assert!(queue.capacity() < 1000);
+    /// ```
+    pub fn shrink_to_fit(&mut self) {
+        self.wheel.shrink_to_fit();
+        self.renames.shrink_to_fit();
+    }
+
+    /// Moves the items into the lowest places and gives back the memory
+    /// past them: the capacity is then the number of items. Keys stay
+    /// valid. O(capacity).
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let mut queue = wheel_sync::DelayQueue::with_capacity(10);
+    /// let key1 = queue.insert(5, Duration::from_secs(5));
+    /// let key2 = queue.insert(10, Duration::from_secs(10));
+    /// let key3 = queue.insert(15, Duration::from_secs(15));
+    /// queue.remove(&key2);
+    /// queue.compact();
+    /// assert_eq!(queue.capacity(), 2);
+    /// assert_eq!(queue.remove(&key3).into_inner(), 15);
+    /// # let _ = key1;
+    /// ```
+    pub fn compact(&mut self) {
+        let renames = &mut self.renames;
+        self.wheel.compact(|old, new| renames.moved(old, new));
+        renames.shrink_to_fit();
     }
 
     /// Items the queue holds without reallocating.
@@ -305,7 +438,8 @@ impl<T> DelayQueue<T> {
     }
 
     /// Removes every item, unexpired, and drops them; their keys name
-    /// nothing afterwards.
+    /// nothing afterwards. A task waiting on the queue is woken, and its
+    /// next poll answers `Ready(None)`.
     ///
     /// # Examples
     /// ```
@@ -315,116 +449,32 @@ impl<T> DelayQueue<T> {
     /// let key = queue.insert(1, Duration::from_secs(1));
     /// queue.clear();
     /// assert!(queue.is_empty());
-    /// assert_eq!(queue.remove(key), None);
+    /// assert!(queue.try_remove(&key).is_none());
     /// ```
     pub fn clear(&mut self) {
+        let before = self.wheel.next_expiration();
         self.wheel.clear();
+        self.renames.clear();
+        self.moved_from(before);
     }
 
-    /// Takes out the next item whose deadline has come: `Ready(Some(_))`;
-    /// `Pending` if none has yet, with `cx`'s task woken when the earliest
-    /// deadline comes; `Ready(None)` if the queue is empty.
-    ///
-    /// # Panics
-    /// As [`DelayQueue`]: if it would wait after the service shut down.
-    ///
-    /// # Examples
-    /// ```
-    /// use std::task::{Context, Poll, Waker};
-    /// use std::time::Duration;
-    ///
-    /// let mut queue = wheel_sync::DelayQueue::new();
-    /// let mut cx = Context::from_waker(Waker::noop());
-    /// assert!(matches!(queue.poll_expired(&mut cx), Poll::Ready(None)));
-    /// queue.insert("later", Duration::from_secs(60));
-    /// assert!(queue.poll_expired(&mut cx).is_pending());
-    /// ```
-    pub fn poll_expired(&mut self, cx: &mut Context<'_>) -> Poll<Option<Expired<T>>> {
-        // The wheel's clock: never ahead of the service's. It moves when the
-        // sleep fires or the earliest deadline changes, so a poll that waits
-        // on an armed sleep reads no time.
-        let mut reached = self.wheel.now();
-        loop {
-            if let Some(expired) = self.wheel.advance(reached).next() {
-                let (value, deadline) = expired.value;
-                let key = Key(expired.id);
-                return Poll::Ready(Some(Expired {
-                    value,
-                    deadline,
-                    key,
-                }));
-            }
-            let Some(next) = self.wheel.next_expiration() else {
-                return Poll::Ready(None);
-            };
-            let armed = matches!(self.sleep, Some((_, tick)) if tick == next);
-            if !armed {
-                // A new earliest deadline: it may have passed already.
-                let now = self.lane.shared.clock.now_tick();
-                if next <= now {
-                    reached = now;
-                    continue;
-                }
-            }
-            let sleep = self.arm(next);
-            if Pin::new(sleep).poll(cx).is_pending() {
-                return Poll::Pending;
-            }
-            // Fired, so the clock has passed `next`; one read of it takes in
-            // every tick since.
-            reached = next.max(self.lane.shared.clock.now_tick());
-        }
-    }
-
-    /// Waits for the next item whose deadline has come: `None` at once if
-    /// the queue is empty. Dropping the future before it completes loses no
-    /// item.
-    ///
-    /// # Panics
-    /// As [`poll_expired`](Self::poll_expired).
-    ///
-    /// # Examples
-    /// ```
-    /// use std::time::Duration;
-    ///
-    /// let mut retries = wheel_sync::DelayQueue::new();
-    /// retries.insert("GET /a", Duration::from_millis(2));
-    /// # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-    /// rt.block_on(async {
-    ///     while let Some(expired) = retries.next_expired().await {
-    ///         assert_eq!(*expired.get_ref(), "GET /a"); // send it again
-    ///     }
-    /// });
-    /// ```
-    pub async fn next_expired(&mut self) -> Option<Expired<T>> {
-        poll_fn(|cx| self.poll_expired(cx)).await
-    }
-
-    /// The sleep, due when `tick` begins: made on the first wait, moved
-    /// after. One that already fired there stays fired.
-    fn arm(&mut self, tick: u64) -> &mut Sleep {
-        let lane = &self.lane;
-        let at = |tick| lane.shared.clock.deadline_of(tick);
-        let (sleep, armed) = self
-            .sleep
-            .get_or_insert_with(|| (Sleep::until(Arc::clone(lane), at(tick)), tick));
-        if *armed != tick {
-            sleep.reset(at(tick));
-            *armed = tick;
-        }
-        sleep
-    }
-
-    /// An item now due at `tick`: an armed sleep due later is moved earlier,
-    /// so the task that last polled is woken in time.
-    fn hurry(&mut self, tick: u64) {
-        if let Some((sleep, armed)) = &mut self.sleep {
-            if tick < *armed && !sleep.is_elapsed() {
-                sleep.reset(self.lane.shared.clock.deadline_of(tick));
-                *armed = tick;
+    /// Wakes the task that last polled if the next expiration is no longer
+    /// `before`: its next poll waits for the new one, or ends the stream.
+    #[inline]
+    fn moved_from(&mut self, before: Option<u64>) {
+        if self.wheel.next_expiration() != before {
+            if let Some(waker) = self.waker.take() {
+                waker.wake();
             }
         }
     }
+}
+
+/// A key that names nothing, handed to a method that needs an item.
+#[cold]
+#[track_caller]
+fn stale(key: &Key) -> ! {
+    panic!("wheel-sync: DelayQueue key {key:?} names no item (it came out or was removed)")
 }
 
 // The queue never pins an item: items move in and out by value, so a
@@ -445,6 +495,7 @@ impl<T: fmt::Debug> fmt::Debug for DelayQueue<T> {
         f.debug_struct("DelayQueue")
             .field("len", &self.len())
             .field("sleep", &self.sleep.as_ref().map(|(sleep, _)| sleep))
+            .field("waiting", &self.waker.is_some())
             .finish_non_exhaustive()
     }
 }

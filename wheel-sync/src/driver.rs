@@ -146,6 +146,7 @@ impl Driver {
         // an advance may be there, and the driver waits for it (rule 3).
         let stalled = !self.consumer.is_empty();
         if manual && !stalled {
+            self.shared.publish_next(advances, || self.earliest());
             self.shared.serve(advances);
         }
         self.cascade_ahead();
@@ -201,11 +202,19 @@ impl Driver {
         if queue_quiet && !self.shared.spots.any_parked() && !self.shared.advance_waiting() {
             DriverStats::bump(&self.shared.stats.wakeups, 1);
             // Time moves a manual clock only by `advance`, which wakes the
-            // driver; under loom, which has no clock, every sleep is a park.
-            match clock
-                .instant_of(wake)
-                .filter(|_| wake != FOREVER && !manual)
-            {
+            // driver; but with timers pending it still looks every
+            // RECLAIM_EVERY, as a real clock's driver does, for what the
+            // cancels it was not woken for left it to free (their wakers,
+            // their closures' captures). Under loom, which has no clock,
+            // a timed park is a park.
+            let at = if wake == FOREVER {
+                None
+            } else if manual {
+                Some(Instant::now() + RECLAIM_EVERY)
+            } else {
+                clock.instant_of(wake)
+            };
+            match at {
                 Some(at) => {
                     let now = Instant::now();
                     if at > now {
@@ -216,6 +225,17 @@ impl Driver {
             }
         }
         self.shared.end_sleep(word)
+    }
+
+    /// The earliest deadline in the two wheels, exactly (not the start of
+    /// a higher level's slot, as [`Self::next_expiration`] may give).
+    fn earliest(&self) -> Option<u64> {
+        let entries = self.entries.peek().map(|(_, deadline)| deadline);
+        let jobs = self.jobs.peek().map(|(deadline, _)| deadline);
+        match (entries, jobs) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// The earlier of the two wheels' next expirations.

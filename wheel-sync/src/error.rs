@@ -84,6 +84,11 @@ pub enum AdvanceError {
     NotManual,
     /// The service shut down before the timers due by the new time fired.
     Shutdown,
+    /// [`TimerService::advance_to_next`](crate::TimerService::advance_to_next)
+    /// or [`run_paused`](crate::TimerService::run_paused) was called from a
+    /// callback, on the driver thread, which alone knows the next deadline
+    /// and is busy running the callback.
+    FromCallback,
 }
 
 impl fmt::Display for AdvanceError {
@@ -91,6 +96,7 @@ impl fmt::Display for AdvanceError {
         f.write_str(match self {
             Self::NotManual => "timer service follows the monotonic clock, not a manual one",
             Self::Shutdown => "timer service has shut down",
+            Self::FromCallback => "the next deadline asked for from a timer callback",
         })
     }
 }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::{Interval, Sleep, Timeout, TimerService};
 
-static GLOBAL: OnceLock<TimerService> = OnceLock::new();
+pub(crate) static GLOBAL: OnceLock<TimerService> = OnceLock::new();
 
 impl TimerService {
     /// The process-wide service, with the defaults (a 1 ms tick, no pending

@@ -215,6 +215,47 @@ impl Interval {
         self.arm(next);
     }
 
+    /// Starts the schedule again now: the next tick is due at once, and
+    /// one every period after it (tokio's `Interval::reset_immediately`).
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let timers = wheel_sync::TimerService::new();
+    /// let mut every = timers.interval(Duration::from_secs(60));
+    /// # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    /// rt.block_on(every.tick()); // the first tick, at once
+    /// every.reset_immediately();
+    /// let before = Instant::now();
+    /// rt.block_on(every.tick()); // at once again, not a minute later
+    /// assert!(before.elapsed() < Duration::from_secs(30));
+    /// ```
+    pub fn reset_immediately(&mut self) {
+        let now = self.sleep.now();
+        self.arm(Some(now));
+    }
+
+    /// Starts the schedule again `after` from now: the next tick is due
+    /// then, and one every period after it (tokio's `Interval::reset_after`).
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let timers = wheel_sync::TimerService::new();
+    /// let mut every = timers.interval(Duration::from_millis(3));
+    /// let before = Instant::now();
+    /// every.reset_after(Duration::from_millis(5));
+    /// # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    /// let due = rt.block_on(every.tick());
+    /// assert!(due >= before + Duration::from_millis(5));
+    /// ```
+    pub fn reset_after(&mut self, after: Duration) {
+        let next = self.sleep.now().checked_add(after);
+        self.arm(next);
+    }
+
     /// Starts the schedule again at `deadline`: the next tick is due then
     /// (at once if it has passed), and one every period after it.
     ///

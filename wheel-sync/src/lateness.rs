@@ -13,6 +13,19 @@
 //!   read-modify-write); readers sum a snapshot that may be a round old,
 //!   as every other driver counter is. The counters are plain `std`
 //!   atomics even under loom: statistics, not part of any protocol.
+//!
+//! # Why not HdrHistogram
+//!
+//! The benchmarks record their own latencies with the `hdrhistogram`
+//! crate; the driver cannot. Its `record` takes `&mut self`, so the driver
+//! would need a lock to let [`Stats`](crate::Stats) read from another
+//! thread, or a copy to hand over, and it grows (allocates) when a value
+//! exceeds its range; its `sync` recorders allocate a fresh histogram at
+//! each hand-over. The driver may neither lock nor allocate while it
+//! fires, and its readers must never wait for it, so it keeps this fixed
+//! array of atomics, with coarser buckets (an eighth) than a service's
+//! statistics need finer. `wheel-bench`'s `tests/lateness.rs` checks that
+//! the two agree within one of these buckets on the same values.
 
 use core::time::Duration;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -187,6 +187,8 @@ mod interval;
 mod job;
 mod lane;
 mod lateness;
+#[cfg(not(loom))]
+mod paused;
 mod queue;
 mod service;
 mod shared;

@@ -416,6 +416,43 @@ impl TimerService {
         self.shared().advance(by)
     }
 
+    /// Moves a [manual clock](crate::Builder::manual_clock) to the earliest
+    /// deadline pending and fires what is due then, as
+    /// [`advance`](Self::advance) does; returns how far it moved the clock,
+    /// or `None`, moving nothing, if no pending timer can ever come due
+    /// (none is pending, or only ones at [`Duration::MAX`] and the like).
+    /// Timers submitted from any thread before the call count; with several
+    /// threads moving the clock at once, each moves it to the deadline it
+    /// found.
+    ///
+    /// # Errors
+    /// [`AdvanceError::NotManual`] for a service that follows the monotonic
+    /// clock; [`AdvanceError::Shutdown`] once it has shut down;
+    /// [`AdvanceError::FromCallback`] from a callback.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let timers = wheel_sync::TimerService::builder().manual_clock().build().unwrap();
+    /// let hour = timers.schedule(Duration::from_secs(3600), || ()).unwrap();
+    /// assert_eq!(timers.advance_to_next(), Ok(Some(Duration::from_secs(3600))));
+    /// assert!(hour.is_fired());
+    /// assert_eq!(timers.advance_to_next(), Ok(None)); // nothing left
+    /// ```
+    pub fn advance_to_next(&self) -> Result<Option<Duration>, AdvanceError> {
+        let shared = self.shared();
+        let Some(tick) = shared.next_deadline()? else {
+            return Ok(None);
+        };
+        let clock = &shared.clock;
+        let by = clock
+            .deadline_of(tick)
+            .saturating_duration_since(clock.now());
+        shared.advance(by)?;
+        Ok(Some(by))
+    }
+
     /// Live timers: scheduled callbacks, sleeps and timeouts that have not
     /// fired, been cancelled or been dropped.
     ///

@@ -65,7 +65,11 @@
 //!    it in `served` after a round that filed everything and fired
 //!    everything due. `advance` returns once `served` reaches its bump, so
 //!    every timer submitted before the call, due by the new time, has
-//!    fired.
+//!    fired. To learn the next deadline (`advance_to_next`), a caller sets
+//!    `next_wanted` before an `advance` by zero; a round that finds it set
+//!    stores its wheels' earliest deadline in `next_due`, then the
+//!    `advances` it read in `next_for`, before it serves. The answer is
+//!    the caller's if `next_for` reaches its own bump; else it asks again.
 //! 7. **Shutdown** is joined once: whoever takes the driver's join handle
 //!    joins it while holding the lock it sits behind, so a second caller
 //!    returns only once the service is down.
@@ -73,14 +77,14 @@
 use core::fmt;
 use crossbeam_utils::CachePadded;
 
-use crate::clock::Clock;
+use crate::clock::{Clock, NEVER};
 use crate::entry::EntryRef;
 use crate::executor::Counts;
 use crate::job::Job;
 use crate::lateness::Histogram;
 use crate::queue::{Consumer, Producer};
 use crate::spot::{Count, Spots};
-use crate::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
+use crate::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use crate::sync::{thread, Backoff, Mutex};
 use crate::{AdvanceError, ScheduleError, ShutdownError, ShutdownReport};
 
@@ -136,6 +140,12 @@ pub(crate) struct Shared {
     advances: AtomicU64,
     /// The last of them the driver has served.
     served: AtomicU64,
+    /// `advance_to_next` asks for the next deadline (rule 6).
+    next_wanted: AtomicBool,
+    /// The driver's earliest deadline as a tick (`NEVER` for none) …
+    next_due: AtomicU64,
+    /// … and the `advances` of the round that found it.
+    next_for: AtomicU64,
 }
 
 /// Counters only the driver writes: a load and a store, no read-modify-write.
@@ -184,6 +194,9 @@ impl Shared {
             unfired: AtomicUsize::new(0),
             advances: AtomicU64::new(0),
             served: AtomicU64::new(0),
+            next_wanted: AtomicBool::new(false),
+            next_due: AtomicU64::new(NEVER),
+            next_for: AtomicU64::new(0),
         };
         (shared, consumer)
     }
@@ -458,19 +471,55 @@ impl Shared {
     /// served a round begun after it; from the driver thread (a callback),
     /// returns at once.
     pub(crate) fn advance(&self, by: core::time::Duration) -> Result<(), AdvanceError> {
+        self.advance_served(by).map(drop)
+    }
+
+    /// [`Self::advance`], returning its bump of `advances`.
+    fn advance_served(&self, by: core::time::Duration) -> Result<u64, AdvanceError> {
         self.clock.advance(by).ok_or(AdvanceError::NotManual)?;
         let mine = self.advances.fetch_add(1, Ordering::AcqRel) + 1;
         fence(Ordering::SeqCst);
         self.wake_driver_if(|_| true);
         if self.on_driver_thread() {
-            return self.refuse_if_shut_down();
+            return self.refuse_if_shut_down().map(|()| mine);
         }
         let backoff = Backoff::new();
         while self.served.load(Ordering::Acquire) < mine {
             self.refuse_if_shut_down()?;
             backoff.snooze();
         }
-        Ok(())
+        Ok(mine)
+    }
+
+    /// The tick of the earliest deadline pending once every timer
+    /// submitted before the call is filed; `None` if none can come due.
+    pub(crate) fn next_deadline(&self) -> Result<Option<u64>, AdvanceError> {
+        if self.on_driver_thread() {
+            return Err(AdvanceError::FromCallback);
+        }
+        loop {
+            self.next_wanted.store(true, Ordering::Relaxed);
+            let mine = self.advance_served(core::time::Duration::ZERO)?;
+            // A round that read `advances` before this bump may have taken
+            // the request: its answer is too old, and this one asks again.
+            // With callers on two threads the count read may be a later
+            // round's than the one `advance_served` saw: `Acquire` brings
+            // that round's `next_due` with it.
+            if self.next_for.load(Ordering::Acquire) >= mine {
+                let tick = self.next_due.load(Ordering::Relaxed);
+                return Ok((tick < NEVER).then_some(tick));
+            }
+        }
+    }
+
+    /// Driver, in a round about to serve `advances`: publishes its earliest
+    /// deadline if asked (rule 6).
+    pub(crate) fn publish_next(&self, advances: u64, earliest: impl FnOnce() -> Option<u64>) {
+        if self.next_wanted.swap(false, Ordering::Relaxed) {
+            let tick = earliest().unwrap_or(NEVER);
+            self.next_due.store(tick, Ordering::Relaxed);
+            self.next_for.store(advances, Ordering::Release);
+        }
     }
 
     fn refuse_if_shut_down(&self) -> Result<(), AdvanceError> {

@@ -171,20 +171,52 @@ impl Sleep {
 
     /// Makes the timer, registering `waker`, and hands it to the driver.
     #[cold]
-    fn register(&mut self, waker: &Waker) -> Poll<()> {
+    fn register(&mut self, waker: &Waker) -> Poll<Result<(), ShutDown>> {
         let lane = &*self.lane;
         let tick = lane.shared.clock.tick_for(self.deadline);
         let (entry, message) = EntryRef::new(tick, Wake::new(waker));
         let entry = self.entry.insert(entry);
-        // Refused only after shutdown: abandoned, which poll reports.
+        // Refused only after shutdown: abandoned, for good.
         if lane.shared.admit(lane.spot, false).is_err() {
             entry.abandon();
-            shut_down();
+            return Poll::Ready(Err(ShutDown));
         }
         lane.shared.park(lane.spot, message, tick);
         Poll::Pending
     }
+
+    /// [`poll`](Future::poll), reporting a shutdown before the deadline
+    /// rather than panicking: for a [`DelayQueue`](crate::DelayQueue),
+    /// which still has items to hand out then.
+    pub(crate) fn poll_unless_shut_down(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<(), ShutDown>> {
+        if self.passed {
+            return Poll::Ready(Ok(()));
+        }
+        let Some(entry) = &self.entry else {
+            return self.register(cx.waker());
+        };
+        let poll_state = |state| match state {
+            FIRED => Poll::Ready(Ok(())),
+            ABANDONED => Poll::Ready(Err(ShutDown)),
+            _ => Poll::Pending,
+        };
+        let first = poll_state(entry.state());
+        if first.is_ready() {
+            return first;
+        }
+        entry.action().register(cx.waker());
+        // The driver sets the state before it takes the waker: look again,
+        // so a fire between the first look and the registration is not lost.
+        poll_state(entry.state())
+    }
 }
+
+/// A sleep's service shut down before its deadline: it can neither
+/// complete honestly nor ever be woken.
+pub(crate) struct ShutDown;
 
 /// Moves `entry` to `tick` for its owner (a reset), from whatever state it
 /// is in but `ABANDONED` (rule 1 of `shared`).
@@ -232,25 +264,11 @@ impl Future for Sleep {
     type Output = ();
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let this = self.get_mut();
-        if this.passed {
-            return Poll::Ready(());
+        match self.get_mut().poll_unless_shut_down(cx) {
+            Poll::Ready(Err(ShutDown)) => shut_down(),
+            Poll::Ready(Ok(())) => Poll::Ready(()),
+            Poll::Pending => Poll::Pending,
         }
-        let Some(entry) = &this.entry else {
-            return this.register(cx.waker());
-        };
-        let poll_state = |state| match state {
-            FIRED => Poll::Ready(()),
-            ABANDONED => shut_down(),
-            _ => Poll::Pending,
-        };
-        if poll_state(entry.state()).is_ready() {
-            return Poll::Ready(());
-        }
-        entry.action().register(cx.waker());
-        // The driver sets the state before it takes the waker: look again,
-        // so a fire between the first look and the registration is not lost.
-        poll_state(entry.state())
     }
 }
 

@@ -43,15 +43,18 @@ fn items_come_out_exactly_when_due_against_a_model() {
             6 if !model.is_empty() => {
                 let victim = *model.keys().next().unwrap();
                 let (key, _) = model.remove(&victim).unwrap();
-                assert_eq!(queue.remove(key), Some(victim));
-                assert_eq!(queue.remove(key), None, "a stale key removed something");
+                assert_eq!(queue.remove(&key).into_inner(), victim);
+                assert!(
+                    queue.try_remove(&key).is_none(),
+                    "a stale key removed something"
+                );
             }
             7 if !model.is_empty() => {
                 let id = *model.keys().next().unwrap();
                 let entry = model.get_mut(&id).unwrap();
                 entry.1 = timers.now() + ms(rng.below(300));
-                assert!(queue.reset_at(entry.0, entry.1));
-                assert_eq!(queue.deadline(entry.0), Some(entry.1));
+                queue.reset_at(&entry.0, entry.1);
+                assert_eq!(queue.deadline(&entry.0), entry.1);
             }
             _ => {
                 timers
@@ -97,10 +100,13 @@ fn a_waiting_task_is_woken_by_the_earliest_deadline_even_one_added_later() {
     queue.insert(1, ms(100));
     assert!(queue.poll_expired(&mut cx).is_pending());
 
-    // An earlier item, inserted while the task waits for the later one.
+    // An earlier item, inserted while the task waits for the later one:
+    // the task is woken at once, to wait for the new deadline.
     let early = queue.insert(2, ms(10));
-    timers.advance(ms(10)).unwrap();
     assert_eq!(count.count(), 1);
+    assert!(queue.poll_expired(&mut cx).is_pending());
+    timers.advance(ms(10)).unwrap();
+    assert_eq!(count.count(), 2);
     let Poll::Ready(Some(expired)) = queue.poll_expired(&mut cx) else {
         panic!("the early item did not come out");
     };
@@ -110,9 +116,11 @@ fn a_waiting_task_is_woken_by_the_earliest_deadline_even_one_added_later() {
     // A reset that makes the remaining item due sooner.
     let key = queue.insert(3, ms(500));
     assert!(queue.poll_expired(&mut cx).is_pending());
-    assert!(queue.reset(key, ms(5)));
+    queue.reset(&key, ms(5));
+    assert_eq!(count.count(), 3);
+    assert!(queue.poll_expired(&mut cx).is_pending());
     timers.advance(ms(5)).unwrap();
-    assert_eq!(count.count(), 2);
+    assert_eq!(count.count(), 4);
     assert!(matches!(queue.poll_expired(&mut cx), Poll::Ready(Some(e)) if *e.get_ref() == 3));
 }
 
@@ -151,7 +159,7 @@ fn clear_empties_the_queue_and_stales_every_key() {
     let keys: Vec<Key> = (0..100).map(|i| queue.insert(i, ms(i))).collect();
     queue.clear();
     assert!(queue.is_empty());
-    assert!(keys.iter().all(|&k| queue.deadline(k).is_none()));
+    assert!(keys.iter().all(|k| queue.try_remove(k).is_none()));
     timers.advance(ms(1000)).unwrap();
     let mut cx = Context::from_waker(Waker::noop());
     assert!(matches!(queue.poll_expired(&mut cx), Poll::Ready(None)));
@@ -165,7 +173,7 @@ fn expired_carries_the_item_its_last_deadline_and_its_key() {
     let moved = queue.insert_at(String::from("moved"), first);
     let stays = queue.insert_at(String::from("stays"), timers.now() + ms(20));
     let later = timers.now() + Duration::from_micros(40_500); // not on a tick
-    assert!(queue.reset_at(moved, later));
+    queue.reset_at(&moved, later);
     timers.advance(ms(41)).unwrap();
     let mut cx = Context::from_waker(Waker::noop());
     let mut out = Vec::new();
@@ -179,5 +187,8 @@ fn expired_carries_the_item_its_last_deadline_and_its_key() {
     assert_eq!(b.deadline(), later, "the reset deadline, unrounded");
     b.get_mut().push('!');
     assert_eq!(b.clone().into_inner(), "moved!");
-    assert_eq!(queue.remove(b.key()), None, "an expired key names nothing");
+    assert!(
+        queue.try_remove(&b.key()).is_none(),
+        "an expired key names nothing"
+    );
 }

@@ -209,6 +209,29 @@ fn dropping_sleep_and_timeout_cancels_them() {
 }
 
 #[test]
+fn a_dropped_sleep_releases_its_waker_while_the_driver_has_nothing_to_do() {
+    // On a manual clock the driver has no reason to wake for an hour. A
+    // sleep it has filed, then dropped, leaves it a cancel message (which
+    // wakes nobody); the task the waker holds must not wait an hour to be
+    // released.
+    for timers in [TimerService::new(), common::manual()] {
+        let task = Arc::new(CountingWaker::default());
+        let waker = Waker::from(Arc::clone(&task));
+        let mut sleep = timers.sleep(HOUR);
+        assert!(poll_once(&mut sleep, &waker).is_pending());
+        drop(waker);
+        // Every round from now on began after the sleep was submitted.
+        timers.advance(Duration::ZERO).ok();
+        assert!(wait_until(|| timers.stats().rounds > 0));
+        drop(sleep);
+        assert!(
+            wait_until(|| Arc::strong_count(&task) == 1),
+            "the dropped sleep still holds its task's waker"
+        );
+    }
+}
+
+#[test]
 fn futures_work_under_a_hand_rolled_executor() {
     let timers = TimerService::new();
     let deadline = Instant::now() + Duration::from_millis(3);

@@ -7,7 +7,9 @@
 //! abandoned at shutdown, detached callbacks (no entry: queued and filed
 //! by value) fired, or dropped unrun by a racing shutdown, a parked `Sleep`
 //! moved earlier, sleeps fired in one round, a manual clock's `advance`,
-//! which returns only once what came due has fired, the exact account of a
+//! which returns only once what came due has fired, and its
+//! `advance_to_next`, which answers only from a round that saw the call,
+//! the exact account of a
 //! shutdown racing schedules, cancels and sleeps, and the last clones of a
 //! service dropped at once on two threads.
 //!
@@ -279,6 +281,26 @@ fn advance_returns_once_what_came_due_has_fired() {
             })
         };
         advancer.join().unwrap();
+        timers.shutdown().unwrap();
+    });
+}
+
+#[test]
+fn advance_to_next_answers_with_a_round_that_saw_the_call() {
+    // The driver's first round may be under way as the call begins: it
+    // may take the request and answer from wheels that do not hold the
+    // timer submitted just before. That answer must not be taken.
+    model(|| {
+        let timers = TimerService::builder().manual_clock().build().unwrap();
+        let fired = counter();
+        let count = fired.clone();
+        timers
+            .schedule_detached(Duration::from_millis(1), move || {
+                count.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap();
+        assert_eq!(timers.advance_to_next(), Ok(Some(Duration::from_millis(1))));
+        assert_eq!(fired.load(Ordering::SeqCst), 1);
         timers.shutdown().unwrap();
     });
 }

@@ -143,7 +143,8 @@ fn a_panicking_waker_drop_is_counted_whichever_thread_frees_the_sleep() {
         drop(sleep);
     }
     assert!(wait_until(PATIENCE, || LIVE.load(SeqCst) == 1));
-    assert!(wait_until(PATIENCE, || timers.stats().panicked == 4));
+    let counted = wait_until(PATIENCE, || timers.stats().panicked == 4);
+    assert!(counted, "{:?}", timers.stats());
     // The driver lives on: a timer made due fires.
     let ran = Arc::new(AtomicUsize::new(0));
     let count = ran.clone();

@@ -113,7 +113,7 @@ impl<T> Expired<T> {
     /// # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
     /// let expired = rt.block_on(queue.next_expired()).unwrap();
     /// assert_eq!(expired.key(), key);
-    /// assert_eq!(queue.remove(key), None);
+    /// assert!(queue.try_remove(&key).is_none());
     /// ```
     pub fn key(&self) -> Key {
         self.key

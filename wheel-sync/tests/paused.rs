@@ -1,0 +1,292 @@
+//! The paused clock: `advance_to_next` moves a manual clock exactly to the
+//! next deadline, and `run_paused` drives a future, moving the clock
+//! whenever it waits on nothing else. tokio's `time::pause` scenarios (a
+//! sleep, a timeout, an interval with missed ticks, a `DelayQueue`
+//! draining, `Interval::reset_immediately` and `reset_after`), written with
+//! it: no test below chooses a step.
+#![cfg(not(loom))]
+
+use std::future::{pending, poll_fn, Future};
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::{mpsc, Arc};
+use std::task::Poll;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use wheel_sync::{AdvanceError, DelayQueue, MissedTickBehavior, TimerService};
+
+mod common;
+use common::{manual, ms, HOUR};
+
+/// Runs `future` paused on `timers`, with a wall-clock bound: a paused
+/// clock waits for no time.
+fn paused<F: Future>(timers: &TimerService, future: F) -> F::Output {
+    let wall = Instant::now();
+    let output = timers.run_paused(future).expect("a manual clock");
+    assert!(
+        wall.elapsed() < Duration::from_secs(5),
+        "the paused run waited"
+    );
+    output
+}
+
+#[test]
+fn a_sleep_of_a_day_takes_a_day_of_the_clock_and_no_time() {
+    let timers = manual();
+    let start = timers.now();
+    let woke = paused(&timers, async {
+        timers.sleep(24 * HOUR).await;
+        timers.now()
+    });
+    assert_eq!(woke - start, 24 * HOUR);
+}
+
+#[test]
+fn a_timeout_elapses_exactly_at_its_deadline_unless_its_future_is_sooner() {
+    let timers = manual();
+    let start = timers.now();
+    let out = paused(&timers, timers.timeout(ms(1000), pending::<()>()));
+    assert!(out.is_err(), "a future that never completes timed out");
+    assert_eq!(timers.now() - start, ms(1000));
+
+    let start = timers.now();
+    let out = paused(&timers, timers.timeout(ms(1000), timers.sleep(ms(500))));
+    assert!(out.is_ok(), "the sleep came first");
+    assert_eq!(timers.now() - start, ms(500));
+}
+
+/// An interval of 300 ms whose task works 650 ms (a sleep) after its
+/// second tick: each tick's deadline and when it came, since the start,
+/// as tokio's `burst`, `delay` and `skip` tests draw them.
+fn ticks_after_a_stall(missed: MissedTickBehavior) -> Vec<(Duration, Duration)> {
+    let timers = manual();
+    let start = timers.now();
+    let mut every = timers.interval_at(start, ms(300));
+    every.set_missed_tick_behavior(missed);
+    paused(&timers, async {
+        let mut seen = Vec::new();
+        for n in 0..6 {
+            let due = every.tick().await;
+            seen.push((due - start, timers.now() - start));
+            if n == 1 {
+                timers.sleep(ms(650)).await;
+            }
+        }
+        seen
+    })
+}
+
+#[test]
+fn an_interval_with_missed_ticks_bursts_delays_or_skips_as_tokio_s() {
+    let at = |due: u64, seen: u64| (ms(due), ms(seen));
+    assert_eq!(
+        ticks_after_a_stall(MissedTickBehavior::Burst),
+        [
+            at(0, 0),
+            at(300, 300),
+            at(600, 950),
+            at(900, 950),
+            at(1200, 1200),
+            at(1500, 1500)
+        ]
+    );
+    assert_eq!(
+        ticks_after_a_stall(MissedTickBehavior::Delay),
+        [
+            at(0, 0),
+            at(300, 300),
+            at(600, 950),
+            at(1250, 1250),
+            at(1550, 1550),
+            at(1850, 1850)
+        ]
+    );
+    assert_eq!(
+        ticks_after_a_stall(MissedTickBehavior::Skip),
+        [
+            at(0, 0),
+            at(300, 300),
+            at(600, 950),
+            at(1200, 1200),
+            at(1500, 1500),
+            at(1800, 1800)
+        ]
+    );
+}
+
+#[test]
+fn reset_immediately_and_reset_after_restart_the_schedule_as_tokio_s() {
+    let timers = manual();
+    let start = timers.now();
+    let mut every = timers.interval_at(start, ms(300));
+    let since = |t: Instant| t - start;
+    let seen = paused(&timers, async {
+        let mut seen = vec![since(every.tick().await), since(every.tick().await)];
+        timers.sleep(ms(100)).await; // 400 ms
+        every.reset_immediately();
+        seen.push(since(every.tick().await)); // at once
+        seen.push(since(every.tick().await)); // a period on
+        timers.sleep(ms(100)).await; // 800 ms
+        every.reset_after(ms(20));
+        seen.push(since(every.tick().await));
+        seen.push(since(every.tick().await));
+        seen
+    });
+    assert_eq!(seen, [ms(0), ms(300), ms(400), ms(700), ms(820), ms(1120)]);
+}
+
+#[test]
+fn a_delay_queue_drains_each_item_exactly_at_its_deadline() {
+    let timers = manual();
+    let start = timers.now();
+    let mut queue = DelayQueue::with_service(&timers);
+    for (value, hours) in [(3, 5), (1, 1), (2, 3), (4, 7 * 24)] {
+        queue.insert(value, hours * HOUR);
+    }
+    let drained = paused(&timers, async {
+        let mut drained = Vec::new();
+        while let Some(expired) = queue.next_expired().await {
+            assert_eq!(timers.now(), expired.deadline(), "came out at its deadline");
+            drained.push((expired.into_inner(), expired_at(&timers, start)));
+        }
+        drained
+    });
+    let h = |n: u64| HOUR * u32::try_from(n).unwrap();
+    assert_eq!(drained, [(1, h(1)), (2, h(3)), (3, h(5)), (4, h(7 * 24))]);
+}
+
+fn expired_at(timers: &TimerService, start: Instant) -> Duration {
+    timers.now() - start
+}
+
+#[test]
+fn advance_to_next_moves_exactly_to_the_next_deadline_and_fires_only_it() {
+    let timers = manual();
+    let fired = Arc::new(AtomicUsize::new(0));
+    let count = |fired: &Arc<AtomicUsize>| {
+        let fired = Arc::clone(fired);
+        move || {
+            fired.fetch_add(1, SeqCst);
+        }
+    };
+    // A day and 7 ms sits on a high level: the answer is its deadline, not
+    // the start of its slot.
+    let far = timers.schedule(24 * HOUR + ms(7), count(&fired)).unwrap();
+    let two = timers.schedule(ms(2), count(&fired)).unwrap();
+    timers.schedule_detached(ms(2), count(&fired)).unwrap();
+    timers.schedule_detached(ms(3), count(&fired)).unwrap();
+    assert_eq!(timers.advance_to_next(), Ok(Some(ms(2))));
+    assert!(two.is_fired());
+    assert_eq!(fired.load(SeqCst), 2, "both due at 2 ms, nothing else");
+    assert_eq!(timers.advance_to_next(), Ok(Some(ms(1))));
+    assert_eq!(fired.load(SeqCst), 3);
+    assert_eq!(timers.advance_to_next(), Ok(Some(24 * HOUR + ms(4))));
+    assert!(far.is_fired());
+    assert_eq!(timers.advance_to_next(), Ok(None), "nothing left");
+}
+
+#[test]
+fn advance_to_next_never_moves_toward_a_deadline_that_never_comes() {
+    let timers = manual();
+    let start = timers.now();
+    let _never = common::polled(Box::pin(timers.sleep(Duration::MAX)));
+    let _late = common::polled(Box::pin(timers.sleep(HOUR)));
+    assert_eq!(timers.advance_to_next(), Ok(Some(HOUR)));
+    assert_eq!(timers.advance_to_next(), Ok(None));
+    assert_eq!(timers.now() - start, HOUR, "the clock stayed");
+    assert_eq!(timers.pending(), 1, "the endless sleep waits on");
+}
+
+#[test]
+fn advance_to_next_refuses_a_real_clock_a_callback_and_a_shut_down_service() {
+    assert_eq!(
+        TimerService::new().advance_to_next(),
+        Err(AdvanceError::NotManual)
+    );
+    assert_eq!(
+        TimerService::new().run_paused(async {}),
+        Err(AdvanceError::NotManual)
+    );
+    let timers = manual();
+    let (tx, rx) = mpsc::channel();
+    let inner = timers.clone();
+    timers
+        .schedule(ms(1), move || tx.send(inner.advance_to_next()).unwrap())
+        .unwrap();
+    timers.advance(ms(1)).unwrap();
+    assert_eq!(rx.recv().unwrap(), Err(AdvanceError::FromCallback));
+    timers.shutdown().unwrap();
+    assert_eq!(timers.advance_to_next(), Err(AdvanceError::Shutdown));
+}
+
+#[test]
+fn run_paused_waits_for_another_thread_when_no_timer_can_come_due() {
+    let timers = manual();
+    let start = timers.now();
+    // What a channel from a worker thread does: the value, and the waker
+    // of whoever waits for it.
+    let shared = Arc::new(std::sync::Mutex::new((None, None::<std::task::Waker>)));
+    let worker = {
+        let shared = Arc::clone(&shared);
+        thread::spawn(move || {
+            thread::sleep(ms(20));
+            let mut guard = shared.lock().unwrap();
+            guard.0 = Some(42);
+            if let Some(waker) = guard.1.take() {
+                waker.wake();
+            }
+        })
+    };
+    let got = paused(
+        &timers,
+        poll_fn(|cx| {
+            let mut guard = shared.lock().unwrap();
+            match guard.0 {
+                Some(value) => Poll::Ready(value),
+                None => {
+                    guard.1 = Some(cx.waker().clone());
+                    Poll::Pending
+                }
+            }
+        }),
+    );
+    worker.join().unwrap();
+    assert_eq!(got, 42);
+    assert_eq!(timers.now(), start, "no timer, so the clock stayed");
+}
+
+#[test]
+fn a_future_that_wakes_itself_is_polled_again_before_the_clock_moves() {
+    let timers = manual();
+    let start = timers.now();
+    // An hour's sleep is pending meanwhile: yielding must not jump to it.
+    let _hour = common::polled(Box::pin(timers.sleep(HOUR)));
+    let mut yields = 0;
+    timers
+        .run_paused(poll_fn(|cx| {
+            yields += 1;
+            if yields == 100 {
+                return Poll::Ready(());
+            }
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }))
+        .unwrap();
+    assert_eq!(timers.now(), start);
+}
+
+#[test]
+fn other_timers_fire_on_the_way_in_deadline_order() {
+    let timers = manual();
+    let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+    for (name, at) in [("b", 20), ("a", 10), ("c", 30)] {
+        let order = Arc::clone(&order);
+        timers
+            .schedule_detached(ms(at), move || order.lock().unwrap().push(name))
+            .unwrap();
+    }
+    paused(&timers, timers.sleep(ms(25)));
+    assert_eq!(*order.lock().unwrap(), ["a", "b"]);
+    assert_eq!(timers.advance_to_next(), Ok(Some(ms(5))));
+    assert_eq!(*order.lock().unwrap(), ["a", "b", "c"]);
+}
