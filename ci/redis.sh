@@ -2,7 +2,8 @@
 # The redis experiment in CI: installs redis-server (Debian's package, which
 # also brings redis-benchmark) if it is missing, runs the client's tests
 # against a real server, and a --quick run of `wheel-bench redis` with both
-# workloads and all six mechanisms, which fails if any row has errors.
+# workloads and all six mechanisms, the server and the client pinned to CPUs
+# of their own, which fails if any row has errors.
 # Exits non-zero on any failure. Called by .ci/run; runnable on its own.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +17,7 @@ redis-server --version
 # The tests fail, rather than skip, without a server when CI is set. Debug,
 # as `cargo test --workspace` builds them.
 CI=1 cargo test -p wheel-bench --test redis
-cargo run --release -p wheel-bench -- redis --quick \
+cargo run --release -p wheel-bench -- redis --quick --pin \
     --workload set,list --impls none,executor-2,executor-8,wheel,wheel-async,tokio
 # The stall mode: every caller's command in flight times out once, and the
 # run fails if any reply is lost, doubled or mismatched.

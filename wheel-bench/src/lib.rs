@@ -1,4 +1,6 @@
-//! Shared pieces of the benchmarks: the peers we measure against.
+//! Shared pieces of the benchmarks: the peers we measure against, the
+//! Redis client and server, and CPU pinning.
+pub mod affinity;
 pub mod peers;
 pub mod redis;
 pub mod rng;

@@ -1,5 +1,6 @@
-//! The `wheel-bench` binary end to end: bad flags fail clearly, and a quick
-//! run prints the JSON rows scripts rely on.
+//! The `wheel-bench` binary end to end: bad flags fail clearly with exit
+//! status 2, each experiment has its help, and a quick run prints the JSON
+//! rows scripts rely on, with every key.
 
 use std::process::{Command, Output};
 
@@ -22,34 +23,50 @@ fn assert_usage_error(args: &[&str], message: &str) {
 }
 
 #[test]
-fn bad_flags_exit_non_zero_with_a_message() {
-    assert_usage_error(&["delay", "--timers", "0"], "--timers must be at least 1");
+fn bad_flags_exit_with_2_and_a_message() {
+    assert_usage_error(
+        &["delay", "--timers", "0"],
+        "'--timers <N>': must be in 1..=",
+    );
     assert_usage_error(
         &["delay", "--min-ms", "20", "--max-ms", "10"],
         "--min-ms (20) must not be above --max-ms (10)",
     );
     assert_usage_error(
         &["delay", "--impls", "wheel,sleepy"],
-        "unknown implementation `sleepy`",
+        "invalid value 'sleepy' for '--impls <LIST>': unknown implementation",
     );
-    assert_usage_error(&["timeouts", "--threads", "0"], "--threads entry 0");
-    assert_usage_error(&["timeouts", "--timers", "5"], "takes no flag `--timers`");
-    assert_usage_error(&["dance"], "unknown experiment `dance`");
+    assert_usage_error(
+        &["delay", "--timer", "5"],
+        "a similar argument exists: '--timers'",
+    );
+    assert_usage_error(&["timeouts", "--threads", "0"], "'--threads <LIST>'");
+    assert_usage_error(
+        &["timeouts", "--timers", "5"],
+        "unexpected argument '--timers'",
+    );
+    assert_usage_error(&["dance"], "unrecognized subcommand 'dance'");
     assert_usage_error(
         &["redis", "--impls", "heap"],
-        "unknown implementation `heap`; expected one of none, executor-2",
+        "`redis` does not measure `heap`; expected one of none, executor-2",
     );
-    assert_usage_error(&["redis", "--workload", "get"], "--workload `get`");
-    assert_usage_error(&["redis", "--stall-ms", "0"], "--stall-ms 0 is not in");
+    assert_usage_error(
+        &["redis", "--workload", "get"],
+        "[possible values: set, list]",
+    );
+    assert_usage_error(
+        &["redis", "--stall-ms", "0"],
+        "'--stall-ms <MS>': must be in 1..=",
+    );
     assert_usage_error(
         &["redis", "--redis-url", "redis://u:p@127.0.0.1:1"],
         "expected redis://HOST:PORT",
     );
     assert_usage_error(
         &["timeouts", "--impls", "executor-8"],
-        "unknown implementation",
+        "`timeouts` does not measure `executor-8`",
     );
-    assert_usage_error(&[], "name an experiment");
+    assert_usage_error(&[], "Usage: wheel-bench <COMMAND>");
 }
 
 #[test]
@@ -65,25 +82,35 @@ fn an_unwritable_plot_fails_before_measuring() {
 }
 
 #[test]
-fn help_explains_every_experiment() {
+fn help_names_every_experiment_and_each_has_its_own() {
     let out = wheel_bench(&["--help"]);
     assert!(out.status.success());
     let help = String::from_utf8_lossy(&out.stdout);
-    for word in [
-        "delay",
-        "timeouts",
-        "redis",
-        "--workload",
-        "--stall-ms",
-        "--redis-url",
-        "--timers",
-        "--threads",
-        "--quick",
-        "--json",
-        "--plot",
-    ] {
+    for word in ["delay", "timeouts", "redis", "executor-2", "delayqueue"] {
         assert!(help.contains(word), "help lacks {word}");
     }
+    for (experiment, flags) in [
+        ("delay", &["--timers", "--tick-us", "--shapes"][..]),
+        ("timeouts", &["--threads", "--secs", "--shapes"]),
+        ("redis", &["--workload", "--stall-ms", "--redis-url"]),
+    ] {
+        let out = wheel_bench(&[experiment, "--help"]);
+        assert!(out.status.success());
+        let help = String::from_utf8_lossy(&out.stdout);
+        for flag in flags
+            .iter()
+            .chain(&["--impls", "--quick", "--json", "--plot"])
+        {
+            assert!(help.contains(flag), "{experiment} --help lacks {flag}");
+        }
+    }
+    let version = wheel_bench(&["--version"]);
+    assert!(version.status.success());
+    let version = String::from_utf8_lossy(&version.stdout);
+    assert_eq!(
+        version.trim(),
+        format!("wheel-bench {}", env!("CARGO_PKG_VERSION"))
+    );
 }
 
 /// The stdout of a run that must have succeeded (else its stderr is shown).
@@ -96,16 +123,17 @@ fn stdout_of_success(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// The value of `"key":` in a flat JSON object, as written.
-fn field<'a>(object: &'a str, key: &str) -> &'a str {
-    let tag = format!("\"{key}\":");
-    let start = object
-        .find(&tag)
-        .unwrap_or_else(|| panic!("{key} not in {object}"))
-        + tag.len();
-    let rest = &object[start..];
-    let end = rest.find([',', '}']).unwrap_or(rest.len());
-    &rest[..end]
+/// A JSON row and its keys in the order written.
+fn parse_row(line: &str) -> (serde_json::Value, Vec<String>) {
+    let row: serde_json::Value =
+        serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+    let object = row.as_object().expect("a JSON object");
+    // serde_json's map sorts its keys; the line's order is the columns'.
+    let mut keys: Vec<(usize, String)> = (object.keys())
+        .map(|k| (line.find(&format!("\"{k}\":")).unwrap(), k.clone()))
+        .collect();
+    keys.sort();
+    (row, keys.into_iter().map(|(_, k)| k).collect())
 }
 
 #[test]
@@ -128,12 +156,34 @@ fn quick_delay_prints_json_rows_and_plots() {
     let stdout = stdout_of_success(&out);
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.len(), 1, "{stdout}");
-    let row = lines[0];
-    assert!(row.starts_with('{') && row.ends_with('}'), "{row}");
-    assert_eq!(field(row, "impl"), "\"heap\"");
-    assert_eq!(field(row, "timers"), "2000");
-    assert_eq!(field(row, "early"), "0");
-    let wall_ms: f64 = field(row, "wall_ms").parse().unwrap();
+    let (row, keys) = parse_row(lines[0]);
+    assert_eq!(
+        keys,
+        [
+            "impl",
+            "timers",
+            "max_delay_ms",
+            "cpu_pct",
+            "cpu_s",
+            "wall_ms",
+            "wall_over_ideal_pct",
+            "sched_ms",
+            "lateness_p50_ms",
+            "lateness_p99_ms",
+            "lateness_max_ms",
+            "service_p50_ms",
+            "service_p99_ms",
+            "early",
+            "peak_rss_mib",
+            "bytes_per_timer"
+        ]
+    );
+    assert_eq!(row["impl"], "heap");
+    assert_eq!(row["timers"], 2000);
+    assert_eq!(row["early"], 0);
+    // A peer has no service of its own to ask.
+    assert!(row["service_p50_ms"].is_null());
+    let wall_ms = row["wall_ms"].as_f64().unwrap();
     assert!(
         wall_ms >= 300.0 - 1.0,
         "the last timer fired before its deadline: {wall_ms}"
@@ -141,18 +191,18 @@ fn quick_delay_prints_json_rows_and_plots() {
     for key in [
         "cpu_s",
         "cpu_pct",
-        "peak_rss_mib",
         "lateness_p50_ms",
         "lateness_p99_ms",
         "lateness_max_ms",
         "bytes_per_timer",
     ] {
-        let value: f64 = field(row, key)
-            .parse()
-            .unwrap_or_else(|_| panic!("{key} in {row}"));
+        let value = row[key]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{key} in {row}"));
         assert!(value >= 0.0, "{key} = {value}");
     }
-    assert!(field(row, "peak_rss_mib").parse::<f64>().unwrap() > 0.0);
+    assert!(row["lateness_p50_ms"].as_f64() <= row["lateness_max_ms"].as_f64());
+    assert!(row["peak_rss_mib"].as_f64().unwrap() > 0.0);
 }
 
 #[test]
@@ -171,12 +221,25 @@ fn quick_timeouts_prints_json_rows() {
     let stdout = stdout_of_success(&out);
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.len(), 2, "{stdout}");
-    assert_eq!(field(lines[0], "impl"), "\"wheel\"");
-    assert_eq!(field(lines[1], "impl"), "\"heap\"");
-    assert_eq!(field(lines[1], "ratio_to_heap"), "1.00");
-    for row in lines {
-        assert_eq!(field(row, "threads"), "1");
-        let ops: f64 = field(row, "ops_per_s").parse().unwrap();
-        assert!(ops > 0.0, "{row}");
+    let (wheel, keys) = parse_row(lines[0]);
+    assert_eq!(
+        keys,
+        [
+            "impl",
+            "threads",
+            "ops_per_s",
+            "ns_per_op",
+            "ratio_to_heap",
+            "cpu_s",
+            "peak_rss_mib"
+        ]
+    );
+    let (heap, _) = parse_row(lines[1]);
+    assert_eq!(wheel["impl"], "wheel");
+    assert_eq!(heap["impl"], "heap");
+    assert_eq!(heap["ratio_to_heap"], 1.0);
+    for row in [wheel, heap] {
+        assert_eq!(row["threads"], 1);
+        assert!(row["ops_per_s"].as_f64().unwrap() > 0.0, "{row}");
     }
 }

@@ -10,6 +10,7 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use wheel_bench::affinity::CpuSet;
 use wheel_bench::peers::HeapScheduler;
 use wheel_bench::redis::{
     stall, AsyncClient, AsyncExpiry, BytesFrame, Client, CommandError, Connection, Expiry,
@@ -336,8 +337,8 @@ async fn futures_join<F: std::future::Future>(futures: impl Iterator<Item = F>) 
 }
 
 /// `wheel-bench redis` end to end on this test's server: every mechanism and
-/// both workloads, one JSON row each with exactly the issue's keys, no
-/// errors, and the chart; with a stall, every caller's command in flight
+/// both workloads, one JSON row each per run with exactly the issues' keys,
+/// no errors, and the chart; with a stall, every caller's command in flight
 /// times out once.
 #[test]
 fn the_command_prints_a_row_per_run_with_no_errors() {
@@ -365,6 +366,10 @@ fn the_command_prints_a_row_per_run_with_no_errors() {
         "errors",
         "cpu_s",
         "peak_rss_mib",
+        "cpu_us_per_op",
+        "timeout_cpu_us_per_op",
+        "cs_per_op",
+        "run",
     ];
     let plot = std::env::temp_dir().join(format!("wheel-bench-redis-{}.svg", std::process::id()));
     let plot_arg = plot.to_string_lossy().into_owned();
@@ -372,6 +377,8 @@ fn the_command_prints_a_row_per_run_with_no_errors() {
         let plain = run(&[
             "--secs",
             "0.3",
+            "--runs",
+            "2",
             "--workload",
             "set,list",
             "--plot",
@@ -386,6 +393,8 @@ fn the_command_prints_a_row_per_run_with_no_errors() {
             "400",
             "--stall-ms",
             "600",
+            "--runs",
+            "1",
         ]);
         (plain, stalled)
     });
@@ -405,7 +414,14 @@ fn the_command_prints_a_row_per_run_with_no_errors() {
         "not the chart"
     );
     let plain: Vec<&str> = rows.0.lines().collect();
-    assert_eq!(plain.len(), 12, "{}", rows.0);
+    // Both workloads, six mechanisms, two runs: every run's row.
+    assert_eq!(plain.len(), 24, "{}", rows.0);
+    assert_eq!(
+        (plain.iter().filter(|r| field(r, "run") == "2")).count(),
+        12,
+        "{}",
+        rows.0
+    );
     for row in &plain {
         let found: Vec<&str> = (row.trim_matches(['{', '}']).split(','))
             .map(|kv| kv.split(':').next().unwrap().trim_matches('"'))
@@ -417,6 +433,11 @@ fn the_command_prints_a_row_per_run_with_no_errors() {
             field(row, "ops_per_s").parse::<f64>().unwrap() > 0.0,
             "{row}"
         );
+        assert!(field(row, "cpu_us_per_op").parse::<f64>().unwrap() > 0.0);
+        assert!(field(row, "cs_per_op").parse::<f64>().unwrap() >= 0.0);
+        if field(row, "impl") == "none" {
+            assert_eq!(field(row, "timeout_cpu_us_per_op"), "0.0", "{row}");
+        }
     }
     let stalled: Vec<&str> = rows.1.lines().collect();
     assert_eq!(stalled.len(), 6, "{}", rows.1);
@@ -434,4 +455,26 @@ fn the_command_prints_a_row_per_run_with_no_errors() {
         };
         assert_eq!(field(row, "timeouts_fired"), expected, "{row}");
     }
+}
+
+/// A server started on one CPU runs there, every thread of it.
+#[test]
+fn a_pinned_server_runs_on_its_cpu() {
+    let allowed = CpuSet::allowed().unwrap().cpus();
+    let last = *allowed.last().unwrap();
+    let server = match RedisServer::start_on(Some(&CpuSet::of(&[last]))) {
+        Ok(server) => server,
+        Err(ServerError::NotInstalled) if std::env::var_os("CI").is_none() => return,
+        Err(e) => panic!("{e}"),
+    };
+    let tasks = std::fs::read_dir(format!("/proc/{}/task", server.pid())).unwrap();
+    for task in tasks {
+        let status = std::fs::read_to_string(task.unwrap().path().join("status")).unwrap();
+        let cpus = (status.lines())
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+            .unwrap();
+        assert_eq!(cpus.trim(), last.to_string());
+    }
+    let connection = Connection::connect(server.addr()).unwrap();
+    connection.request(&[b"PING"]).unwrap();
 }

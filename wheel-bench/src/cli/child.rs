@@ -10,13 +10,13 @@ use core::fmt;
 use std::io::{self, Read};
 use std::process::{Command, Stdio};
 
-use super::args::Experiment;
+use super::experiment::Experiment;
 use super::impls::Impl;
 use super::outcome::Outcome;
 use super::RunError;
 
 /// The command line a parent passes to the child that runs `imp`.
-pub fn child_args(experiment: &Experiment, imp: Impl, progress: bool) -> Vec<String> {
+pub fn child_args(experiment: &Experiment, imp: Impl) -> Vec<String> {
     let mut args = vec!["__child".to_owned()];
     match experiment {
         Experiment::Delay(d) => {
@@ -65,9 +65,6 @@ pub fn child_args(experiment: &Experiment, imp: Impl, progress: bool) -> Vec<Str
     }
     args.push("--impls".into());
     args.push(imp.name().into());
-    if progress {
-        args.push("--progress".into());
-    }
     args
 }
 
@@ -101,9 +98,9 @@ impl fmt::Display for ChildFailure {
 }
 
 /// Runs `imp` through `experiment` in a fresh child process.
-pub fn measure(experiment: &Experiment, imp: Impl, progress: bool) -> Result<Measured, RunError> {
+pub fn measure(experiment: &Experiment, imp: Impl) -> Result<Measured, RunError> {
     let mut child = Command::new(std::env::current_exe()?)
-        .args(child_args(experiment, imp, progress))
+        .args(child_args(experiment, imp))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -137,20 +134,52 @@ pub fn measure(experiment: &Experiment, imp: Impl, progress: bool) -> Result<Mea
     })
 }
 
-/// User + system CPU time this process (all its threads, live or ended) has
-/// used so far, from `getrusage(RUSAGE_SELF)`.
-pub fn cpu_ns() -> io::Result<u64> {
-    // SAFETY: as in `wait4`: all-zero bytes are a valid `rusage`.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `usage` is a live local valid for writes.
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
-        return Err(io::Error::last_os_error());
+/// What this process (all its threads, live or ended) has used so far, from
+/// `getrusage(RUSAGE_SELF)`.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Usage {
+    /// User + system CPU time.
+    pub cpu_ns: u64,
+    /// Context switches, voluntary (a thread blocked) and involuntary (its
+    /// time slice ended).
+    pub context_switches: u64,
+}
+
+impl Usage {
+    /// This process's usage now.
+    pub fn now() -> io::Result<Usage> {
+        // SAFETY: as in `wait4`: all-zero bytes are a valid `rusage`.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: `usage` is a live local valid for writes.
+        if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let ns = |t: libc::timeval| {
+            u64::try_from(t.tv_sec).unwrap_or(0) * 1_000_000_000
+                + u64::try_from(t.tv_usec).unwrap_or(0) * 1000
+        };
+        let count = |n: libc::c_long| u64::try_from(n).unwrap_or(0);
+        Ok(Usage {
+            cpu_ns: ns(usage.ru_utime) + ns(usage.ru_stime),
+            context_switches: count(usage.ru_nvcsw) + count(usage.ru_nivcsw),
+        })
     }
-    let ns = |t: libc::timeval| {
-        u64::try_from(t.tv_sec).unwrap_or(0) * 1_000_000_000
-            + u64::try_from(t.tv_usec).unwrap_or(0) * 1000
-    };
-    Ok(ns(usage.ru_utime) + ns(usage.ru_stime))
+
+    /// What was used from `earlier` to `self`.
+    pub fn since(self, earlier: Usage) -> Usage {
+        Usage {
+            cpu_ns: self.cpu_ns.saturating_sub(earlier.cpu_ns),
+            context_switches: self
+                .context_switches
+                .saturating_sub(earlier.context_switches),
+        }
+    }
+}
+
+/// User + system CPU time this process (all its threads, live or ended) has
+/// used so far.
+pub fn cpu_ns() -> io::Result<u64> {
+    Ok(Usage::now()?.cpu_ns)
 }
 
 /// Waits for child `pid` to end; returns its wait status and resource usage.

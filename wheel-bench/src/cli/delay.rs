@@ -14,12 +14,14 @@ use tokio_util::time::DelayQueue;
 
 use wheel_sync::TimerService;
 
-use super::args::DelayArgs;
+use indicatif::ProgressBar;
+
 use super::child;
+use super::delay_recorder::Recorder;
+use super::experiment::DelayArgs;
 use super::impls::Impl;
 use super::outcome::DelayOutcome;
-use super::progress::ProgressLine;
-use super::recorder::Recorder;
+use super::progress_bar;
 use super::RunError;
 use wheel_bench::peers::HeapScheduler;
 use wheel_bench::rng::SplitMix64;
@@ -39,19 +41,19 @@ fn service_for(args: &DelayArgs) -> Result<TimerService, RunError> {
 }
 
 /// Runs `imp` through the experiment in this process.
-pub fn run(args: &DelayArgs, imp: Impl, progress: bool) -> Result<DelayOutcome, RunError> {
+pub fn run(args: &DelayArgs, imp: Impl) -> Result<DelayOutcome, RunError> {
     match imp {
-        Impl::Tokio => tokio_tasks(args, progress, false),
-        Impl::TokioAlt => tokio_tasks(args, progress, true),
-        Impl::DelayQueue => delay_queue(args, progress),
-        Impl::Heap => heap(args, progress),
-        Impl::Wheel => wheel(args, progress),
-        Impl::WheelAsync => wheel_tasks(args, progress),
-        Impl::WheelQueue => wheel_queue(args, progress),
-        Impl::WheelHandles => wheel_handles(args, progress, true),
-        Impl::WheelHandleDropped => wheel_handles(args, progress, false),
-        Impl::WheelAsyncCloneEach => wheel_tasks_holding(args, progress, false),
-        Impl::WheelAsyncArc => wheel_tasks_holding(args, progress, true),
+        Impl::Tokio => tokio_tasks(args, false),
+        Impl::TokioAlt => tokio_tasks(args, true),
+        Impl::DelayQueue => delay_queue(args),
+        Impl::Heap => heap(args),
+        Impl::Wheel => wheel(args),
+        Impl::WheelAsync => wheel_tasks(args),
+        Impl::WheelQueue => wheel_queue(args),
+        Impl::WheelHandles => wheel_handles(args, true),
+        Impl::WheelHandleDropped => wheel_handles(args, false),
+        Impl::WheelAsyncCloneEach => wheel_tasks_holding(args, false),
+        Impl::WheelAsyncArc => wheel_tasks_holding(args, true),
         Impl::None
         | Impl::Executor2
         | Impl::Executor8
@@ -68,9 +70,9 @@ pub fn run(args: &DelayArgs, imp: Impl, progress: bool) -> Result<DelayOutcome, 
 
 /// No timer here is ever cancelled, so each is detached: no handle, and
 /// the two-word closure travels inline, with no allocation per timer.
-fn wheel(args: &DelayArgs, progress: bool) -> Result<DelayOutcome, RunError> {
+fn wheel(args: &DelayArgs) -> Result<DelayOutcome, RunError> {
     let service = service_for(args)?;
-    let mut run = Run::start(args, Impl::Wheel, progress)?;
+    let mut run = Run::start(args, Impl::Wheel)?;
     let rec = run.rec;
     for d in run.draws() {
         service.schedule_detached_at(rec.at(d), move || rec.fire(d))?;
@@ -79,11 +81,11 @@ fn wheel(args: &DelayArgs, progress: bool) -> Result<DelayOutcome, RunError> {
     Ok(run.finish_with(Some(&service))?)
 }
 
-fn wheel_tasks(args: &DelayArgs, progress: bool) -> Result<DelayOutcome, RunError> {
+fn wheel_tasks(args: &DelayArgs) -> Result<DelayOutcome, RunError> {
     // Started before the clock, as the tokio peer's runtime is built before it.
     TimerService::global();
     let rt = tokio::runtime::Builder::new_multi_thread().build()?;
-    let mut run = Run::start(args, Impl::WheelAsync, progress)?;
+    let mut run = Run::start(args, Impl::WheelAsync)?;
     let rec = run.rec;
     let draws = run.draws();
     // The same task as the tokio peer's, with the global service in place of
@@ -103,14 +105,14 @@ fn wheel_tasks(args: &DelayArgs, progress: bool) -> Result<DelayOutcome, RunErro
 
 /// Callbacks with handles, as a caller that might cancel holds them:
 /// `keep`, all kept until the run ends; else each dropped at once.
-fn wheel_handles(args: &DelayArgs, progress: bool, keep: bool) -> Result<DelayOutcome, RunError> {
+fn wheel_handles(args: &DelayArgs, keep: bool) -> Result<DelayOutcome, RunError> {
     let service = service_for(args)?;
     let imp = if keep {
         Impl::WheelHandles
     } else {
         Impl::WheelHandleDropped
     };
-    let mut run = Run::start(args, imp, progress)?;
+    let mut run = Run::start(args, imp)?;
     let rec = run.rec;
     let mut handles = Vec::with_capacity(if keep { args.timers as usize } else { 0 });
     for d in run.draws() {
@@ -128,11 +130,7 @@ fn wheel_handles(args: &DelayArgs, progress: bool, keep: bool) -> Result<DelayOu
 /// The tokio peer's tasks, each holding the service as a task would be
 /// handed it: `arc`, an `Arc<TimerService>` cloned into it; else a clone
 /// of the service itself moved into it.
-fn wheel_tasks_holding(
-    args: &DelayArgs,
-    progress: bool,
-    arc: bool,
-) -> Result<DelayOutcome, RunError> {
+fn wheel_tasks_holding(args: &DelayArgs, arc: bool) -> Result<DelayOutcome, RunError> {
     let service = Arc::new(service_for(args)?);
     let rt = tokio::runtime::Builder::new_multi_thread().build()?;
     let imp = if arc {
@@ -140,7 +138,7 @@ fn wheel_tasks_holding(
     } else {
         Impl::WheelAsyncCloneEach
     };
-    let mut run = Run::start(args, imp, progress)?;
+    let mut run = Run::start(args, imp)?;
     let rec = run.rec;
     let draws = run.draws();
     let spawning = Arc::clone(&service);
@@ -168,10 +166,10 @@ fn sleeper(service: impl Borrow<TimerService> + Send + 'static, rec: &'static Re
 
 /// `delayqueue`'s shape on wheel-sync: one task owns every deadline, and
 /// the service holds one timer for the whole queue.
-fn wheel_queue(args: &DelayArgs, progress: bool) -> Result<DelayOutcome, RunError> {
+fn wheel_queue(args: &DelayArgs) -> Result<DelayOutcome, RunError> {
     let service = service_for(args)?;
     let rt = tokio::runtime::Builder::new_current_thread().build()?;
-    let mut run = Run::start(args, Impl::WheelQueue, progress)?;
+    let mut run = Run::start(args, Impl::WheelQueue)?;
     let rec = run.rec;
     let mut queue = wheel_sync::DelayQueue::with_service(&service);
     queue.reserve(usize::try_from(args.timers).unwrap_or(0));
@@ -187,9 +185,9 @@ fn wheel_queue(args: &DelayArgs, progress: bool) -> Result<DelayOutcome, RunErro
     Ok(run.finish()?)
 }
 
-fn heap(args: &DelayArgs, progress: bool) -> Result<DelayOutcome, RunError> {
+fn heap(args: &DelayArgs) -> Result<DelayOutcome, RunError> {
     let heap = HeapScheduler::new()?;
-    let mut run = Run::start(args, Impl::Heap, progress)?;
+    let mut run = Run::start(args, Impl::Heap)?;
     let rec = run.rec;
     for d in run.draws() {
         heap.schedule_at(rec.at(d), move || rec.fire(d));
@@ -200,13 +198,13 @@ fn heap(args: &DelayArgs, progress: bool) -> Result<DelayOutcome, RunError> {
 
 /// Tokio tasks on tokio's timer: its default one, or (`alt`) its
 /// alternative, per-worker one.
-fn tokio_tasks(args: &DelayArgs, progress: bool, alt: bool) -> Result<DelayOutcome, RunError> {
+fn tokio_tasks(args: &DelayArgs, alt: bool) -> Result<DelayOutcome, RunError> {
     let (rt, imp) = if alt {
         (wheel_bench::tokio_alt_runtime()?, Impl::TokioAlt)
     } else {
         (wheel_bench::tokio_runtime()?, Impl::Tokio)
     };
-    let mut run = Run::start(args, imp, progress)?;
+    let mut run = Run::start(args, imp)?;
     let rec = run.rec;
     let draws = run.draws();
     // Spawned from a worker, as the seed's tasks spawn theirs.
@@ -223,11 +221,11 @@ fn tokio_tasks(args: &DelayArgs, progress: bool, alt: bool) -> Result<DelayOutco
     Ok(run.finish()?)
 }
 
-fn delay_queue(args: &DelayArgs, progress: bool) -> Result<DelayOutcome, RunError> {
+fn delay_queue(args: &DelayArgs) -> Result<DelayOutcome, RunError> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()?;
-    let mut run = Run::start(args, Impl::DelayQueue, progress)?;
+    let mut run = Run::start(args, Impl::DelayQueue)?;
     let rec = run.rec;
     let mut queue = DelayQueue::with_capacity(usize::try_from(args.timers).unwrap_or(0));
     {
@@ -245,28 +243,25 @@ fn delay_queue(args: &DelayArgs, progress: bool) -> Result<DelayOutcome, RunErro
     Ok(run.finish()?)
 }
 
-/// One run in progress: the recorder, the memory baseline, the progress line.
+/// One run in progress: the recorder, the memory baseline, the progress bar.
 struct Run {
     rec: &'static Recorder,
     args: DelayArgs,
     baseline_rss_kib: u64,
     cpu_start_ns: u64,
     sched_ns: u64,
-    _progress: ProgressLine,
+    bar: ProgressBar,
 }
 
 impl Run {
     /// Starts the clock; call once the implementation is set up, so the
     /// baseline memory holds everything but the timers.
-    fn start(args: &DelayArgs, imp: Impl, progress: bool) -> io::Result<Run> {
+    fn start(args: &DelayArgs, imp: Impl) -> io::Result<Run> {
         let horizon = Duration::from_millis(args.max_ms) + SLACK;
         // Leaked: the callbacks need it for as long as the child lives, and
         // a `'static` reference keeps each closure at two words.
         let rec: &'static Recorder = Box::leak(Box::new(Recorder::new(args.timers, horizon)));
-        let total = args.timers;
-        let line = ProgressLine::start(progress, format!("delay {imp:<11}"), move || {
-            format!("fired {:>9} / {total}", rec.fired())
-        });
+        let bar = progress_bar::bar(format!("delay {imp:<11}"), args.timers);
         let baseline_rss_kib = rss_kib()?;
         Ok(Run {
             rec,
@@ -274,7 +269,7 @@ impl Run {
             baseline_rss_kib,
             cpu_start_ns: child::cpu_ns()?,
             sched_ns: 0,
-            _progress: line,
+            bar,
         })
     }
 
@@ -305,7 +300,7 @@ impl Run {
     /// As [`finish`](Self::finish), with a wheel-sync `service`'s own view
     /// of the lateness beside the recorder's.
     fn finish_with(self, service: Option<&TimerService>) -> io::Result<DelayOutcome> {
-        self.rec.wait();
+        self.rec.wait(&self.bar);
         let cpu_ns = child::cpu_ns()?.saturating_sub(self.cpu_start_ns);
         let service_lateness = service.map(|service| {
             let late = service.stats().lateness;
@@ -371,7 +366,7 @@ mod tests {
             seed: 1,
             tick_us: 1_000,
         };
-        let run = Run::start(&args, Impl::Heap, false).unwrap();
+        let run = Run::start(&args, Impl::Heap).unwrap();
         let draws: Vec<u64> = run.draws().collect();
         let elapsed = run.rec.elapsed_ns();
         assert_eq!(draws.len(), 10_000);

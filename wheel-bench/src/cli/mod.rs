@@ -1,30 +1,34 @@
 //! The `wheel-bench` command: parse, then either run one implementation (as a
 //! child) or run every chosen implementation in its own child and report.
 
-mod arg_error;
-mod args;
 mod child;
+mod command_line;
 mod delay;
+mod delay_recorder;
+mod experiment;
 mod impls;
+mod latency;
 mod outcome;
 mod plot;
-mod progress;
-mod recorder;
+mod progress_bar;
 mod redis;
+mod redis_runs;
 mod report;
 mod timeouts;
-mod values;
 
 use core::fmt;
 use std::fs::File;
-use std::io::{self, IsTerminal, Write};
+use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use args::{ArgError, Command, Experiment, Output};
+use serde::Serialize;
+use tabled::Tabled;
+
 use child::{ChildFailure, Measured};
+use experiment::{Command, Experiment, Plan};
 use outcome::{Outcome, OutcomeError};
-use report::{DelayResult, RedisResult, TimeoutsResult};
+use report::{DelayResult, TimeoutsResult};
 
 /// Anything that stops a run.
 #[derive(Debug)]
@@ -110,33 +114,14 @@ impl From<plot::PlotError> for RunError {
     }
 }
 
-/// Usage errors exit with 2, failed runs with 1.
-const USAGE: u8 = 2;
-
-/// Runs the command line of this process.
+/// Runs the command line of this process: usage errors exit with 2 (as
+/// clap's own), failed runs with 1.
 pub fn main() -> ExitCode {
-    let parsed = std::env::args_os()
-        .skip(1)
-        .map(|a| {
-            a.into_string().map_err(|a| ArgError::BadValue {
-                flag: "argument",
-                value: a.to_string_lossy().into_owned(),
-                expected: "UTF-8 text",
-            })
-        })
-        .collect::<Result<Vec<String>, ArgError>>()
-        .and_then(args::parse);
-    match parsed {
-        Err(e) => {
-            eprintln!("wheel-bench: error: {e}\nRun `wheel-bench --help` for usage.");
-            ExitCode::from(USAGE)
-        }
-        Ok(Command::Help) => {
-            print!("{}", args::HELP);
-            ExitCode::SUCCESS
-        }
+    match command_line::parse(std::env::args_os()) {
+        // Prints the help, the version or the usage error, and exits.
+        Err(e) => e.exit(),
         Ok(Command::Child(c)) => run_child(&c),
-        Ok(Command::Run(experiment, output)) => match run_parent(&experiment, &output) {
+        Ok(Command::Run(experiment, plan)) => match run_parent(&experiment, &plan) {
             Ok(true) => ExitCode::SUCCESS,
             Ok(false) => ExitCode::FAILURE,
             Err(e) => {
@@ -148,11 +133,11 @@ pub fn main() -> ExitCode {
 }
 
 /// Runs one implementation here and prints its [`Outcome`] on stdout.
-fn run_child(c: &args::Child) -> ExitCode {
+fn run_child(c: &experiment::Child) -> ExitCode {
     let outcome = match &c.experiment {
-        Experiment::Delay(d) => delay::run(d, c.imp, c.progress).map(Outcome::Delay),
-        Experiment::Timeouts(t) => timeouts::run(t, c.imp, c.progress).map(Outcome::Timeouts),
-        Experiment::Redis(r) => redis::run(r, c.imp, c.progress).map(Outcome::Redis),
+        Experiment::Delay(d) => delay::run(d, c.imp).map(Outcome::Delay),
+        Experiment::Timeouts(t) => timeouts::run(t, c.imp).map(Outcome::Timeouts),
+        Experiment::Redis(r) => redis::run(r, c.imp).map(Outcome::Redis),
     };
     let written = outcome.and_then(|o| {
         let mut out = io::stdout().lock();
@@ -173,12 +158,11 @@ fn run_child(c: &args::Child) -> ExitCode {
 
 /// Runs every chosen implementation; `Ok(false)` if any of them failed (the
 /// others are still reported).
-fn run_parent(experiment: &Experiment, output: &Output) -> Result<bool, RunError> {
+fn run_parent(experiment: &Experiment, output: &Plan) -> Result<bool, RunError> {
     if let Some(path) = &output.plot {
         // Fail before minutes of measuring, not after.
         File::create(path).map_err(|e| RunError::PlotFile(path.clone(), e))?;
     }
-    let progress = io::stderr().is_terminal();
     let mut all_ok = true;
     let mut note = |what: String, result: &Result<Measured, RunError>| match result {
         Ok(m) => eprintln!("wheel-bench: {what}: done, {:.2} CPU s", m.cpu_s),
@@ -191,7 +175,7 @@ fn run_parent(experiment: &Experiment, output: &Output) -> Result<bool, RunError
         Experiment::Delay(args) => {
             let mut results = Vec::new();
             for &imp in &output.impls {
-                let measured = child::measure(experiment, imp, progress);
+                let measured = child::measure(experiment, imp);
                 note(format!("delay {imp}"), &measured);
                 if let Ok(Measured {
                     outcome: Outcome::Delay(outcome),
@@ -207,7 +191,7 @@ fn run_parent(experiment: &Experiment, output: &Output) -> Result<bool, RunError
                     });
                 }
             }
-            print_table(&report::delay_table(args, &results), output.json)?;
+            print_rows(&report::delay_rows(args, &results), output.json)?;
             if let Some(path) = &output.plot {
                 plot::delay(path, args, &results)?;
             }
@@ -215,12 +199,12 @@ fn run_parent(experiment: &Experiment, output: &Output) -> Result<bool, RunError
         Experiment::Timeouts(args) => {
             let mut results = Vec::new();
             for &threads in &args.threads {
-                let one = Experiment::Timeouts(args::TimeoutsArgs {
+                let one = Experiment::Timeouts(experiment::TimeoutsArgs {
                     threads: vec![threads],
                     secs: args.secs,
                 });
                 for &imp in &output.impls {
-                    let measured = child::measure(&one, imp, progress);
+                    let measured = child::measure(&one, imp);
                     note(format!("timeouts {imp} x{threads}"), &measured);
                     if let Ok(Measured {
                         outcome: Outcome::Timeouts(outcome),
@@ -238,78 +222,22 @@ fn run_parent(experiment: &Experiment, output: &Output) -> Result<bool, RunError
                     }
                 }
             }
-            print_table(&report::timeouts_table(&results), output.json)?;
+            print_rows(&report::timeouts_rows(&results), output.json)?;
             if let Some(path) = &output.plot {
                 plot::timeouts(path, &results)?;
             }
         }
-        Experiment::Redis(args) => {
-            // Ours unless one was named; stopped when this scope ends,
-            // however it ends.
-            let server = match args.server {
-                // Fail before the children do, each with the same error.
-                Some(addr) => redis::connect(addr).map(|_| None)?,
-                None => Some(wheel_bench::redis::RedisServer::start().map_err(RunError::Server)?),
-            };
-            let addr = args.server.or(server.as_ref().map(|s| s.addr()));
-            let mut results = Vec::new();
-            for &workload in &args.workloads {
-                for &threads in &args.threads {
-                    let one = Experiment::Redis(args::RedisArgs {
-                        threads: vec![threads],
-                        workloads: vec![workload],
-                        server: addr,
-                        ..args.clone()
-                    });
-                    for &imp in &output.impls {
-                        let what = format!("redis {imp} x{threads} {}", workload.name());
-                        let measured = child::measure(&one, imp, progress);
-                        if measured.is_err() {
-                            note(what.clone(), &measured);
-                        }
-                        if let Ok(Measured {
-                            outcome: Outcome::Redis(outcome),
-                            cpu_s,
-                            peak_rss_kib,
-                        }) = measured
-                        {
-                            let result = RedisResult {
-                                imp,
-                                threads,
-                                workload,
-                                outcome,
-                                cpu_s,
-                                peak_rss_kib,
-                            };
-                            eprintln!(
-                                "wheel-bench: {what}: done, {cpu_s:.2} CPU s, {:.2} CPU us per command, \
-                                 {} timeouts, {} errors",
-                                result.cpu_us_per_command(),
-                                result.outcome.timeouts_fired,
-                                result.outcome.errors
-                            );
-                            results.push(result);
-                        }
-                    }
-                }
-            }
-            drop(server);
-            print_table(&report::redis_table(&results), output.json)?;
-            if let Some(path) = &output.plot {
-                plot::redis(path, &results)?;
-            }
-            // errors must be 0: a run with any fails the command.
-            all_ok &= results.iter().all(|r| r.outcome.errors == 0);
-        }
+        Experiment::Redis(args) => all_ok = redis_runs::run(args, output)?,
     }
     Ok(all_ok)
 }
 
-fn print_table(table: &report::Table, json: bool) -> io::Result<()> {
+/// Prints `rows` on stdout as JSON lines or as the table.
+fn print_rows<R: Serialize + Tabled>(rows: &[R], json: bool) -> io::Result<()> {
     let text = if json {
-        table.json_lines()
+        report::json_lines(rows)
     } else {
-        table.render()
+        report::render(rows)
     };
     let mut out = io::stdout().lock();
     out.write_all(text.as_bytes())?;

@@ -6,10 +6,10 @@ use std::path::Path;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::args::{DelayArgs, Workload};
+use super::delay_recorder::SLOT;
+use super::experiment::{DelayArgs, Workload};
 use super::impls::Impl;
-use super::recorder::SLOT;
-use super::report::{DelayResult, RedisResult, TimeoutsResult};
+use super::report::{median, DelayResult, RedisResult, TimeoutsResult};
 
 /// What can go wrong drawing (the SVG backend only fails on I/O).
 pub type PlotError = DrawingAreaErrorKind<std::io::Error>;
@@ -106,7 +106,7 @@ fn lateness_cdf(
     results: &[DelayResult],
 ) -> Result<(), PlotError> {
     let worst_ms = (results.iter())
-        .map(|r| r.outcome.recorded.lateness.max_ns as f64 / 1e6)
+        .map(|r| r.outcome.recorded.lateness.max_ns() as f64 / 1e6)
         .fold(MIN_LATE_MS * 10.0, f64::max);
     let mut chart = ChartBuilder::on(area)
         .caption(
@@ -155,7 +155,8 @@ pub fn timeouts(path: &Path, results: &[TimeoutsResult]) -> Result<(), PlotError
     root.present()
 }
 
-/// Workload loops per second against caller count, a chart per workload.
+/// Workload loops per second against caller count, a chart per workload;
+/// over several runs, their median.
 pub fn redis(path: &Path, results: &[RedisResult]) -> Result<(), PlotError> {
     let workloads: Vec<Workload> = [Workload::Set, Workload::List]
         .into_iter()
@@ -169,10 +170,19 @@ pub fn redis(path: &Path, results: &[RedisResult]) -> Result<(), PlotError> {
         .iter()
         .zip(&workloads)
     {
-        let points: Vec<(Impl, usize, f64)> = (results.iter())
-            .filter(|r| r.workload == *workload)
-            .map(|r| (r.imp, r.threads, r.ops_per_s() / 1e3))
-            .collect();
+        // Over several runs, each point is the median.
+        let mut points: Vec<(Impl, usize, f64)> = Vec::new();
+        for r in results.iter().filter(|r| r.workload == *workload) {
+            if points.iter().any(|p| (p.0, p.1) == (r.imp, r.threads)) {
+                continue;
+            }
+            let mut runs: Vec<f64> = (results.iter())
+                .filter(|o| (o.imp, o.threads, o.workload) == (r.imp, r.threads, r.workload))
+                .map(|o| o.ops_per_s() / 1e3)
+                .collect();
+            runs.sort_by(f64::total_cmp);
+            points.push((r.imp, r.threads, median(&runs)));
+        }
         let caption = match workload {
             Workload::Set => "redis set: SET per op, one shared connection",
             Workload::List => "redis list: DEL + LPUSH x20 + LRANGE per op, one shared connection",

@@ -18,12 +18,12 @@ use wheel_bench::redis::{
 };
 use wheel_sync::TimerService;
 
-use super::args::{RedisArgs, Workload};
-use super::child;
+use super::child::Usage;
+use super::experiment::{RedisArgs, Workload};
 use super::impls::Impl;
+use super::latency::Latency;
 use super::outcome::RedisOutcome;
-use super::progress::{ProgressLine, Published};
-use super::recorder::{bucket_of, Lateness, BUCKETS};
+use super::progress_bar::{self, Published};
 use super::RunError;
 
 /// Values each `LPUSH` pushes, as the seed's `syncList`.
@@ -33,7 +33,7 @@ const LIST_LEN: usize = 20;
 const DRAIN_SLACK: Duration = Duration::from_secs(2);
 
 /// Runs `imp` with `args.threads[0]` callers on `args.workloads[0]`.
-pub fn run(args: &RedisArgs, imp: Impl, progress: bool) -> Result<RedisOutcome, RunError> {
+pub fn run(args: &RedisArgs, imp: Impl) -> Result<RedisOutcome, RunError> {
     let addr = (args.server).ok_or_else(|| io::Error::other("the child was given no server"))?;
     let callers = args.threads.first().copied().unwrap_or(1);
     let workload = args.workloads.first().copied().unwrap_or(Workload::Set);
@@ -42,7 +42,6 @@ pub fn run(args: &RedisArgs, imp: Impl, progress: bool) -> Result<RedisOutcome, 
         callers,
         workload,
         timeout: Duration::from_millis(args.timeout_ms),
-        progress,
         label: format!("redis {imp:<11} x{callers:<3} {}", workload.name()),
     };
     let connection = connect(addr)?;
@@ -86,7 +85,6 @@ struct Run<'a> {
     callers: usize,
     workload: Workload,
     timeout: Duration,
-    progress: bool,
     label: String,
 }
 
@@ -96,18 +94,10 @@ struct Tally {
     ops: u64,
     commands: u64,
     wrong: u64,
-    latency: Vec<u64>,
-    max_ns: u64,
+    latency: Latency,
 }
 
 impl Tally {
-    fn new() -> Tally {
-        Tally {
-            latency: vec![0; BUCKETS],
-            ..Tally::default()
-        }
-    }
-
     /// Counts an op that began at `start`; `false` if the caller must stop
     /// (its connection failed).
     fn record(&mut self, start: Instant, commands: u64, verdict: Verdict) -> bool {
@@ -115,8 +105,7 @@ impl Tally {
         match verdict {
             Verdict::Done => {
                 let ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
-                self.latency[bucket_of(ns)] += 1;
-                self.max_ns = self.max_ns.max(ns);
+                self.latency.record(ns);
                 self.ops += 1;
                 true
             }
@@ -136,10 +125,7 @@ impl Tally {
         self.ops += other.ops;
         self.commands += other.commands;
         self.wrong += other.wrong;
-        self.max_ns = self.max_ns.max(other.max_ns);
-        for (a, b) in self.latency.iter_mut().zip(other.latency) {
-            *a += b;
-        }
+        self.latency.add(&other.latency);
     }
 }
 
@@ -223,9 +209,8 @@ impl Run<'_> {
     fn threads(&self, client: Client) -> Result<RedisOutcome, RunError> {
         let stop = AtomicBool::new(false);
         let published = self.published();
-        let _line = self.progress_line(&published);
         let start_line = Barrier::new(self.callers + 1);
-        let (tally, elapsed_ns, cpu_ns) = thread::scope(|scope| {
+        let (tally, elapsed_ns, usage) = thread::scope(|scope| {
             let callers: Vec<_> = (0..self.callers)
                 .map(|caller| {
                     let (client, stop, start_line) = (&client, &stop, &start_line);
@@ -233,7 +218,7 @@ impl Run<'_> {
                     scope.spawn(move || {
                         let key = key_of(caller);
                         let push = push_args(&key);
-                        let mut tally = Tally::new();
+                        let mut tally = Tally::default();
                         start_line.wait();
                         while !stop.load(Ordering::Relaxed) {
                             let start = Instant::now();
@@ -254,24 +239,24 @@ impl Run<'_> {
                 .collect();
             start_line.wait();
             let start = Instant::now();
-            let cpu_start_ns = child::cpu_ns()?;
+            let usage_start = Usage::now()?;
             let stall = StallPlan::of(self);
             let stalled = scope.spawn(move || stall.stall_mid_run());
-            thread::sleep(Duration::from_secs_f64(self.args.secs));
+            self.wait(&published);
             stop.store(true, Ordering::Relaxed);
-            let mut tally = Tally::new();
+            let mut tally = Tally::default();
             for caller in callers {
                 tally.add(caller.join().map_err(|_| RunError::Panicked)?);
             }
             let elapsed_ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
-            let cpu_ns = child::cpu_ns()?.saturating_sub(cpu_start_ns);
+            let usage = Usage::now()?.since(usage_start);
             stalled.join().map_err(|_| RunError::Panicked)??;
-            Ok::<_, RunError>((tally, elapsed_ns, cpu_ns))
+            Ok::<_, RunError>((tally, elapsed_ns, usage))
         })?;
         Ok(self.outcome(
             tally,
             elapsed_ns,
-            cpu_ns,
+            usage,
             client.connection(),
             client.timeouts_fired(),
         ))
@@ -286,72 +271,70 @@ impl Run<'_> {
         let rt = wheel_bench::tokio_runtime()?;
         let client = Arc::new(AsyncClient::new(connection, expiry, self.timeout));
         let stop = Arc::new(AtomicBool::new(false));
-        let published = self.published();
-        let _line = self.progress_line(&published);
+        let published = Arc::new(self.published());
         let start_line = Arc::new(tokio::sync::Barrier::new(self.callers + 1));
-        let (tally, elapsed_ns, cpu_ns) = rt.block_on(async {
-            let callers: Vec<_> = (0..self.callers)
-                .map(|caller| {
-                    let (client, stop) = (Arc::clone(&client), Arc::clone(&stop));
-                    let (published, start_line) = (Arc::clone(&published), Arc::clone(&start_line));
-                    let workload = self.workload;
-                    tokio::spawn(async move {
-                        let key = key_of(caller);
-                        let push = push_args(&key);
-                        let mut tally = Tally::new();
-                        start_line.wait().await;
-                        while !stop.load(Ordering::Relaxed) {
-                            let start = Instant::now();
-                            let (commands, verdict) = match workload {
-                                Workload::Set => {
-                                    (1, judge(client.call(&[b"SET", &key, &key]).await, is_ok))
-                                }
-                                Workload::List => (3, list_op_async(&client, &key, &push).await),
-                            };
-                            if !tally.record(start, commands, verdict) {
-                                break;
+        let callers: Vec<_> = (0..self.callers)
+            .map(|caller| {
+                let (client, stop) = (Arc::clone(&client), Arc::clone(&stop));
+                let (published, start_line) = (Arc::clone(&published), Arc::clone(&start_line));
+                let workload = self.workload;
+                rt.spawn(async move {
+                    let key = key_of(caller);
+                    let push = push_args(&key);
+                    let mut tally = Tally::default();
+                    start_line.wait().await;
+                    while !stop.load(Ordering::Relaxed) {
+                        let start = Instant::now();
+                        let (commands, verdict) = match workload {
+                            Workload::Set => {
+                                (1, judge(client.call(&[b"SET", &key, &key]).await, is_ok))
                             }
-                            published[caller].0.store(tally.ops, Ordering::Relaxed);
+                            Workload::List => (3, list_op_async(&client, &key, &push).await),
+                        };
+                        if !tally.record(start, commands, verdict) {
+                            break;
                         }
-                        tally
-                    })
+                        published[caller].0.store(tally.ops, Ordering::Relaxed);
+                    }
+                    tally
                 })
-                .collect();
-            start_line.wait().await;
-            let start = Instant::now();
-            let cpu_start_ns = child::cpu_ns()?;
-            let stall = StallPlan::of(self);
-            let stalled = thread::spawn(move || stall.stall_mid_run());
-            tokio::time::sleep(Duration::from_secs_f64(self.args.secs)).await;
-            stop.store(true, Ordering::Relaxed);
-            let mut tally = Tally::new();
+            })
+            .collect();
+        rt.block_on(start_line.wait());
+        let start = Instant::now();
+        let usage_start = Usage::now()?;
+        let stall = StallPlan::of(self);
+        let stalled = thread::spawn(move || stall.stall_mid_run());
+        // The callers run on the runtime's workers; this thread only waits.
+        self.wait(&published);
+        stop.store(true, Ordering::Relaxed);
+        let tally = rt.block_on(async {
+            let mut tally = Tally::default();
             for caller in callers {
                 tally.add(caller.await?);
             }
-            let elapsed_ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
-            let cpu_ns = child::cpu_ns()?.saturating_sub(cpu_start_ns);
-            stalled.join().map_err(|_| RunError::Panicked)??;
-            Ok::<_, RunError>((tally, elapsed_ns, cpu_ns))
+            Ok::<_, RunError>(tally)
         })?;
+        let elapsed_ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let usage = Usage::now()?.since(usage_start);
+        stalled.join().map_err(|_| RunError::Panicked)??;
         Ok(self.outcome(
             tally,
             elapsed_ns,
-            cpu_ns,
+            usage,
             client.connection(),
             client.timeouts_fired(),
         ))
     }
 
-    fn published(&self) -> Arc<Vec<Published>> {
-        Arc::new((0..self.callers).map(|_| Published::default()).collect())
+    fn published(&self) -> Vec<Published> {
+        (0..self.callers).map(|_| Published::default()).collect()
     }
 
-    fn progress_line(&self, published: &Arc<Vec<Published>>) -> ProgressLine {
-        let counts = Arc::clone(published);
-        ProgressLine::start(self.progress, self.label.clone(), move || {
-            let ops: u64 = counts.iter().map(|p| p.0.load(Ordering::Relaxed)).sum();
-            format!("ops {ops:>10}")
-        })
+    /// Lets the callers run for `--secs`, showing their ops as they go.
+    fn wait(&self, published: &[Published]) {
+        let bar = progress_bar::spinner(self.label.clone(), "ops");
+        progress_bar::wait_for(&bar, Duration::from_secs_f64(self.args.secs), published);
     }
 
     /// Waits for the late replies of timed-out commands, then sums up: a
@@ -361,7 +344,7 @@ impl Run<'_> {
         &self,
         tally: Tally,
         elapsed_ns: u64,
-        cpu_ns: u64,
+        usage: Usage,
         connection: &Connection,
         timeouts_fired: u64,
     ) -> RedisOutcome {
@@ -372,19 +355,13 @@ impl Run<'_> {
         }
         let lost = connection.in_flight() as u64;
         let unmatched = connection.late_replies().abs_diff(timeouts_fired);
-        let mut latency = tally.latency;
-        while latency.last() == Some(&0) {
-            latency.pop();
-        }
         RedisOutcome {
             ops: tally.ops,
             commands: tally.commands,
             elapsed_ns,
-            cpu_ns,
-            latency: Lateness {
-                counts: latency,
-                max_ns: tally.max_ns,
-            },
+            cpu_ns: usage.cpu_ns,
+            context_switches: usage.context_switches,
+            latency: tally.latency,
             timeouts_fired,
             errors: tally.wrong + lost + unmatched + connection.unsolicited_replies(),
         }

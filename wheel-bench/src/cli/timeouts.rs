@@ -4,7 +4,7 @@
 use std::future::Future;
 use std::pin::pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Barrier};
+use std::sync::Barrier;
 use std::task::{Context, Poll, Waker};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -12,11 +12,11 @@ use std::time::{Duration, Instant};
 use tokio_util::time::DelayQueue;
 use wheel_sync::TimerService;
 
-use super::args::TimeoutsArgs;
 use super::child;
+use super::experiment::TimeoutsArgs;
 use super::impls::Impl;
 use super::outcome::TimeoutsOutcome;
-use super::progress::{ProgressLine, Published};
+use super::progress_bar::{self, Published};
 use super::RunError;
 use wheel_bench::peers::HeapScheduler;
 
@@ -26,13 +26,12 @@ const TIMEOUT: Duration = Duration::from_secs(1);
 const BATCH: u64 = 256;
 
 /// Runs `imp` with `args.threads[0]` threads in this process.
-pub fn run(args: &TimeoutsArgs, imp: Impl, progress: bool) -> Result<TimeoutsOutcome, RunError> {
+pub fn run(args: &TimeoutsArgs, imp: Impl) -> Result<TimeoutsOutcome, RunError> {
     let threads = args.threads.first().copied().unwrap_or(1);
     let bench = Bench {
         threads,
         secs: args.secs,
         label: format!("timeouts {imp:<11} x{threads:<3}"),
-        progress,
     };
     match imp {
         Impl::Heap => {
@@ -82,7 +81,7 @@ pub fn run(args: &TimeoutsArgs, imp: Impl, progress: bool) -> Result<TimeoutsOut
                 lane.count(|| {
                     let key = queue.insert((), TIMEOUT);
                     let _ = queue.poll_expired(&mut cx);
-                    queue.remove(key);
+                    queue.remove(&key);
                     Ok(())
                 })
             })
@@ -195,7 +194,6 @@ struct Bench {
     threads: usize,
     secs: f64,
     label: String,
-    progress: bool,
 }
 
 impl Bench {
@@ -206,13 +204,8 @@ impl Bench {
         F: Fn(&Lane<'_>) -> Result<u64, RunError> + Sync,
     {
         let stop = AtomicBool::new(false);
-        let published: Arc<Vec<Published>> =
-            Arc::new((0..self.threads).map(|_| Published::default()).collect());
-        let counts = Arc::clone(&published);
-        let _line = ProgressLine::start(self.progress, self.label, move || {
-            let ops: u64 = counts.iter().map(|p| p.0.load(Ordering::Relaxed)).sum();
-            format!("ops {ops:>12}")
-        });
+        let published: Vec<Published> = (0..self.threads).map(|_| Published::default()).collect();
+        let bar = progress_bar::spinner(self.label, "ops");
         let start_line = Barrier::new(self.threads + 1);
         thread::scope(|scope| {
             let workers: Vec<_> = (published.iter())
@@ -231,7 +224,7 @@ impl Bench {
             start_line.wait();
             let start = Instant::now();
             let cpu_start_ns = child::cpu_ns()?;
-            thread::sleep(Duration::from_secs_f64(self.secs));
+            progress_bar::wait_for(&bar, Duration::from_secs_f64(self.secs), &published);
             stop.store(true, Ordering::Relaxed);
             let mut ops = 0;
             for worker in workers {

@@ -9,6 +9,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use super::{CommandError, Connection};
+use crate::affinity::CpuSet;
 
 /// How long a fresh server may take to answer its first PING.
 const READY_WITHIN: Duration = Duration::from_secs(10);
@@ -94,9 +95,26 @@ impl RedisServer {
     /// assert!(server.addr().ip().is_loopback());
     /// ```
     pub fn start() -> Result<RedisServer, ServerError> {
+        RedisServer::start_on(None)
+    }
+
+    /// As [`RedisServer::start`], confined to `cpus` if given (all its
+    /// threads, from its start).
+    ///
+    /// # Errors
+    /// As [`RedisServer::start`].
+    ///
+    /// # Examples
+    /// ```no_run
+    /// use wheel_bench::affinity::CpuSet;
+    /// use wheel_bench::redis::RedisServer;
+    ///
+    /// let server = RedisServer::start_on(Some(&CpuSet::of(&[1]))).unwrap();
+    /// ```
+    pub fn start_on(cpus: Option<&CpuSet>) -> Result<RedisServer, ServerError> {
         let mut last = ServerError::NotReady;
         for _ in 0..ATTEMPTS {
-            match RedisServer::start_once() {
+            match RedisServer::start_once(cpus) {
                 // Another process may have taken the port between our probe
                 // and the server's bind: try another.
                 Err(e @ ServerError::Exited(_)) => last = e,
@@ -106,17 +124,21 @@ impl RedisServer {
         Err(last)
     }
 
-    fn start_once() -> Result<RedisServer, ServerError> {
+    fn start_once(cpus: Option<&CpuSet>) -> Result<RedisServer, ServerError> {
         let port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?
             .local_addr()?
             .port();
-        let spawned = Command::new("redis-server")
+        let mut command = Command::new("redis-server");
+        command
             .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
             .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
             .args(["--loglevel", "warning"])
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .spawn();
+            .stdout(Stdio::null());
+        if let Some(cpus) = cpus {
+            cpus.pin_spawned(&mut command);
+        }
+        let spawned = command.spawn();
         let child = match spawned {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(ServerError::NotInstalled),
             other => other?,
@@ -155,6 +177,17 @@ impl RedisServer {
     /// ```
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Its process id, to read its CPU time or CPUs from `/proc`.
+    ///
+    /// # Examples
+    /// ```no_run
+    /// let server = wheel_bench::redis::RedisServer::start().unwrap();
+    /// let stat = std::fs::read_to_string(format!("/proc/{}/stat", server.pid())).unwrap();
+    /// ```
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Kills it at once (SIGKILL) and reaps it, as a crash would end it.
