@@ -162,6 +162,7 @@ impl<T> DelayQueue<T> {
     /// # let _ = key;
     /// ```
     #[track_caller]
+    #[inline]
     pub fn insert(&mut self, value: T, delay: Duration) -> Key {
         let (deadline, tick) = self.lane.shared.clock.deadline_after(delay);
         self.insert_tick(value, deadline, tick)
@@ -189,8 +190,9 @@ impl<T> DelayQueue<T> {
 
     /// Inserts `value`, due at `deadline`, whose tick is `tick`.
     #[track_caller]
+    #[inline]
     fn insert_tick(&mut self, value: T, deadline: Instant, tick: u64) -> Key {
-        let before = self.wheel.next_expiration();
+        let before = self.watched();
         let id = self.wheel.insert(tick, (value, deadline));
         self.moved_from(before);
         Key(id)
@@ -212,6 +214,7 @@ impl<T> DelayQueue<T> {
     /// assert!(queue.is_empty());
     /// ```
     #[track_caller]
+    #[inline]
     pub fn remove(&mut self, key: &Key) -> Expired<T> {
         match self.try_remove(key) {
             Some(expired) => expired,
@@ -231,9 +234,10 @@ impl<T> DelayQueue<T> {
     /// assert_eq!(queue.try_remove(&key).unwrap().into_inner(), "foo");
     /// assert!(queue.try_remove(&key).is_none());
     /// ```
+    #[inline]
     pub fn try_remove(&mut self, key: &Key) -> Option<Expired<T>> {
         let id = self.renames.id(key);
-        let before = self.wheel.next_expiration();
+        let before = self.watched();
         let (value, deadline) = self.wheel.cancel(id)?;
         self.renames.forget(id);
         self.moved_from(before);
@@ -288,7 +292,7 @@ impl<T> DelayQueue<T> {
     #[track_caller]
     fn reset_tick(&mut self, key: &Key, deadline: Instant, tick: u64) {
         let id = self.renames.id(key);
-        let before = self.wheel.next_expiration();
+        let before = self.watched();
         let Some((_, at)) = self.wheel.get_mut(id) else {
             stale(key)
         };
@@ -452,17 +456,26 @@ impl<T> DelayQueue<T> {
     /// assert!(queue.try_remove(&key).is_none());
     /// ```
     pub fn clear(&mut self) {
-        let before = self.wheel.next_expiration();
+        let before = self.watched();
         self.wheel.clear();
         self.renames.clear();
         self.moved_from(before);
     }
 
-    /// Wakes the task that last polled if the next expiration is no longer
-    /// `before`: its next poll waits for the new one, or ends the stream.
+    /// The next expiration, read only while a task waits to be told that
+    /// it moved: with no waker kept, nobody is waiting (a woken task polls
+    /// again and sees the queue as it is), so the common calls read nothing.
     #[inline]
-    fn moved_from(&mut self, before: Option<u64>) {
-        if self.wheel.next_expiration() != before {
+    fn watched(&self) -> Option<Option<u64>> {
+        self.waker.as_ref().map(|_| self.wheel.next_expiration())
+    }
+
+    /// Wakes the task that last polled if the next expiration is no longer
+    /// `before` (as [`watched`](Self::watched) read it): its next poll waits
+    /// for the new one, or ends the stream.
+    #[inline]
+    fn moved_from(&mut self, before: Option<Option<u64>>) {
+        if before.is_some_and(|before| self.wheel.next_expiration() != before) {
             if let Some(waker) = self.waker.take() {
                 waker.wake();
             }

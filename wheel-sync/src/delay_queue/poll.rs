@@ -30,6 +30,7 @@ impl<T> DelayQueue<T> {
     /// queue.insert("later", Duration::from_secs(60));
     /// assert!(queue.poll_expired(&mut cx).is_pending());
     /// ```
+    #[inline]
     pub fn poll_expired(&mut self, cx: &mut Context<'_>) -> Poll<Option<Expired<T>>> {
         if !self.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
             self.waker = Some(cx.waker().clone());
@@ -61,16 +62,19 @@ impl<T> DelayQueue<T> {
                     continue;
                 }
             }
-            let fired = self.arm(next).poll_unless_shut_down(cx);
+            let Poll::Ready(fired) = self.arm(next).poll_unless_shut_down(cx) else {
+                return Poll::Pending;
+            };
+            // Read only now: a poll that waits on an armed sleep reads no
+            // time.
             let now = self.lane.shared.clock.now_tick();
             reached = match fired {
-                Poll::Pending => return Poll::Pending,
                 // Fired, so the clock has passed `next`; one read of it
                 // takes in every tick since.
-                Poll::Ready(Ok(())) => next.max(now),
+                Ok(()) => next.max(now),
                 // Shut down: what is due still comes out.
-                Poll::Ready(Err(ShutDown)) if next <= now => now,
-                Poll::Ready(Err(ShutDown)) => shut_down(),
+                Err(ShutDown) if next <= now => now,
+                Err(ShutDown) => shut_down(),
             };
         }
     }
