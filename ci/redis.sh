@@ -18,7 +18,7 @@ redis-server --version
 # as `cargo test --workspace` builds them.
 CI=1 cargo test -p wheel-bench --test redis
 cargo run --release -p wheel-bench -- redis --quick --pin \
-    --workload set,list --impls none,executor-2,executor-8,wheel,wheel-async,tokio
+    --workload set,list --impls none,executor-2,executor-8,wheel,none-async,wheel-async,tokio
 # The stall mode: every caller's command in flight times out once, and the
 # run fails if any reply is lost, doubled or mismatched.
 cargo run --release -p wheel-bench -- redis --quick --threads 50 --secs 2 \

@@ -34,7 +34,7 @@ fn bad_flags_exit_with_2_and_a_message() {
     );
     assert_usage_error(
         &["delay", "--impls", "wheel,sleepy"],
-        "invalid value 'sleepy' for '--impls <LIST>': unknown implementation",
+        "`delay` does not measure `sleepy`; expected one of wheel, wheel/handles",
     );
     assert_usage_error(
         &["delay", "--timer", "5"],

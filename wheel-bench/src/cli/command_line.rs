@@ -94,8 +94,10 @@ enum ExperimentFlags {
 struct CommonFlags {
     /// Implementations to run, comma-separated [default: all the experiment
     /// compares]
-    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = impl_name)]
-    impls: Vec<Impl>,
+    // Names, not `Impl`s: an unknown one is reported in `plan`, with the
+    // names this experiment accepts.
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    impls: Vec<String>,
     /// Scale everything down to run in seconds (a smoke test)
     #[arg(long)]
     quick: bool,
@@ -363,15 +365,22 @@ impl CommonFlags {
     /// without repeats), narrowed to `shapes`.
     fn plan(self, experiment: &str, shapes: &[String]) -> Result<Plan, clap::Error> {
         let (defaults, named) = impls_of(experiment);
-        if let Some(imp) = self.impls.iter().find(|i| !named.contains(i)) {
-            let names: Vec<&str> = named.iter().map(|i| i.name()).collect();
-            return Err(usage_error(
-                experiment,
-                format!(
-                    "`{experiment}` does not measure `{imp}`; expected one of {}",
-                    names.join(", ")
-                ),
-            ));
+        let mut chosen = Vec::with_capacity(self.impls.len());
+        for name in &self.impls {
+            match Impl::from_name(name.trim()).filter(|i| named.contains(i)) {
+                Some(imp) => chosen.push(imp),
+                None => {
+                    let names: Vec<&str> = named.iter().map(|i| i.name()).collect();
+                    return Err(usage_error(
+                        experiment,
+                        format!(
+                            "`{experiment}` does not measure `{}`; expected one of {}",
+                            name.trim(),
+                            names.join(", ")
+                        ),
+                    ));
+                }
+            }
         }
         let known = shapes_of(experiment, named);
         if let Some(shape) = shapes.iter().find(|s| !known.contains(&s.as_str())) {
@@ -383,7 +392,7 @@ impl CommonFlags {
                 ),
             ));
         }
-        let mut impls = or_default(self.impls, defaults);
+        let mut impls = or_default(chosen, defaults);
         if !shapes.is_empty() {
             impls.retain(|imp| {
                 imp.shape(experiment)
@@ -476,10 +485,6 @@ fn seconds(value: &str) -> Result<f64, String> {
         return Err(format!("must be in (0, {MAX_SECS}]"));
     }
     Ok(secs)
-}
-
-fn impl_name(value: &str) -> Result<Impl, String> {
-    Impl::from_name(value.trim()).ok_or_else(|| "unknown implementation".to_owned())
 }
 
 /// `redis://HOST:PORT` or `HOST:PORT`, resolved to its first address.

@@ -55,6 +55,7 @@ pub fn run(args: &DelayArgs, imp: Impl) -> Result<DelayOutcome, RunError> {
         Impl::WheelAsyncCloneEach => wheel_tasks_holding(args, false),
         Impl::WheelAsyncArc => wheel_tasks_holding(args, true),
         Impl::None
+        | Impl::NoneAsync
         | Impl::Executor2
         | Impl::Executor8
         | Impl::WheelShared

@@ -24,6 +24,10 @@ pub enum Impl {
     Heap,
     /// Redis commands with no timeout: the ceiling.
     None,
+    /// Redis commands from tokio tasks with no timeout: the async
+    /// client's ceiling, which `wheel-async` and `tokio` are measured
+    /// against.
+    NoneAsync,
     /// Redis command timeouts on a scheduled executor with 2 workers.
     Executor2,
     /// Redis command timeouts on a scheduled executor with 8 workers.
@@ -60,8 +64,9 @@ pub enum Impl {
 
 impl Impl {
     /// Every implementation, in the order the tables list them.
-    pub const ALL: [Impl; 19] = [
+    pub const ALL: [Impl; 20] = [
         Impl::None,
+        Impl::NoneAsync,
         Impl::Executor2,
         Impl::Executor8,
         Impl::Wheel,
@@ -161,20 +166,31 @@ impl Impl {
             | Impl::DelayQueue
             | Impl::Heap
             | Impl::None
+            | Impl::NoneAsync
             | Impl::Executor2
             | Impl::Executor8 => return None,
         })
     }
 
     /// What `redis` compares.
-    pub const REDIS: [Impl; 6] = [
+    pub const REDIS: [Impl; 7] = [
         Impl::None,
         Impl::Executor2,
         Impl::Executor8,
         Impl::Wheel,
+        Impl::NoneAsync,
         Impl::WheelAsync,
         Impl::Tokio,
     ];
+
+    /// The same client with no timeout, which `redis` subtracts to give a
+    /// timeout's cost: `none-async` for the tasks, `none` for the threads.
+    pub fn redis_baseline(self) -> Impl {
+        match self {
+            Impl::NoneAsync | Impl::WheelAsync | Impl::Tokio => Impl::NoneAsync,
+            _ => Impl::None,
+        }
+    }
 
     /// The name used by `--impls` and in every output.
     pub fn name(self) -> &'static str {
@@ -186,6 +202,7 @@ impl Impl {
             Impl::DelayQueue => "delayqueue",
             Impl::Heap => "heap",
             Impl::None => "none",
+            Impl::NoneAsync => "none-async",
             Impl::Executor2 => "executor-2",
             Impl::Executor8 => "executor-8",
             Impl::WheelShared => "wheel/shared",

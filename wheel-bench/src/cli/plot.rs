@@ -30,6 +30,7 @@ fn color(imp: Impl) -> RGBColor {
         Impl::DelayQueue => RGBColor(0xff, 0x7f, 0x0e),
         Impl::Heap => RGBColor(0x2c, 0xa0, 0x2c),
         Impl::None => RGBColor(0x7f, 0x7f, 0x7f),
+        Impl::NoneAsync => RGBColor(0xc7, 0xc7, 0xc7),
         Impl::Executor2 => RGBColor(0x2c, 0xa0, 0x2c),
         Impl::Executor8 => RGBColor(0xbc, 0xbd, 0x22),
         Impl::WheelHandles | Impl::WheelShared => RGBColor(0x1f, 0x4e, 0x79),

@@ -50,6 +50,7 @@ pub fn run(args: &RedisArgs, imp: Impl) -> Result<RedisOutcome, RunError> {
         Impl::Executor2 => Expiry::Executor(HeapScheduler::with_workers(2)?),
         Impl::Executor8 => Expiry::Executor(HeapScheduler::with_workers(8)?),
         Impl::Wheel => Expiry::Wheel(TimerService::builder().build()?),
+        Impl::NoneAsync => return run.tasks(connection, AsyncExpiry::None),
         Impl::WheelAsync => return run.tasks(connection, AsyncExpiry::WheelSync),
         Impl::Tokio => return run.tasks(connection, AsyncExpiry::Tokio),
         Impl::WheelQueue

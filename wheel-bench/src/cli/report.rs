@@ -195,7 +195,9 @@ pub struct RedisRow {
     peak_rss_mib: Num<1>,
     #[tabled(rename = "CPU us/op")]
     cpu_us_per_op: Num<2>,
-    /// Above `none`'s in the same run: what the timeouts cost.
+    /// Above the same client's without a timeout in the same run (`none`
+    /// for the threads, `none-async` for the tasks): what the timeouts
+    /// cost.
     #[tabled(rename = "timeout CPU us/op")]
     timeout_cpu_us_per_op: Num<2>,
     #[tabled(rename = "cs/op")]
@@ -270,7 +272,8 @@ pub fn redis_rows(results: &[RedisResult]) -> Vec<RedisRow> {
     (results.iter())
         .map(|r| {
             let latency = &r.outcome.latency;
-            let none = (results.iter()).find(|n| n.imp == Impl::None && n.beside(r));
+            let base = r.imp.redis_baseline();
+            let none = (results.iter()).find(|n| n.imp == base && n.beside(r));
             RedisRow {
                 imp: r.imp.name(),
                 threads: r.threads,

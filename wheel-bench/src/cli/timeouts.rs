@@ -153,6 +153,7 @@ pub fn run(args: &TimeoutsArgs, imp: Impl) -> Result<TimeoutsOutcome, RunError> 
             })
         }
         Impl::None
+        | Impl::NoneAsync
         | Impl::Executor2
         | Impl::Executor8
         | Impl::WheelHandles

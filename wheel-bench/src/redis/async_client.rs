@@ -1,6 +1,6 @@
 //! The async client: tasks on a tokio runtime share the same [`Connection`],
 //! each awaiting its command's reply under a timeout future, either
-//! `wheel_sync::timeout` or `tokio::time::timeout`.
+//! `wheel_sync::timeout` or `tokio::time::timeout`, or under none.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -19,6 +19,8 @@ use super::{CommandError, Connection};
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AsyncExpiry {
+    /// No timeout: the async client's ceiling.
+    None,
     /// `wheel_sync::timeout`, on the global service.
     WheelSync,
     /// `tokio::time::timeout`, on the runtime's timer (so calls must run
@@ -68,6 +70,7 @@ pub struct AsyncCall<'a> {
 }
 
 enum Timer {
+    None(Reply),
     WheelSync(wheel_sync::Timeout<Reply>),
     Tokio(tokio::time::Timeout<Reply>),
 }
@@ -135,6 +138,7 @@ impl AsyncClient {
         // The deadline is fixed here, as the command is written.
         let reply = command.reply();
         let timer = match self.expiry {
+            AsyncExpiry::None => Timer::None(reply),
             AsyncExpiry::WheelSync => Timer::WheelSync(wheel_sync::timeout(self.timeout, reply)),
             AsyncExpiry::Tokio => Timer::Tokio(tokio::time::timeout(self.timeout, reply)),
         };
@@ -193,6 +197,7 @@ impl AsyncCall<'_> {
     /// ```
     pub async fn wait(self) -> Outcome {
         let replied = match self.timer {
+            Timer::None(reply) => Some(reply.await),
             Timer::WheelSync(t) => t.await.ok(),
             Timer::Tokio(t) => t.await.ok(),
         };

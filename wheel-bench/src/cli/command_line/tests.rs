@@ -109,7 +109,7 @@ fn bad_values_are_errors() {
         (
             "delay --impls wheel,nope",
             ErrorKind::ValueValidation,
-            "unknown implementation",
+            "`delay` does not measure `nope`; expected one of wheel, wheel/handles",
         ),
         ("delay --timers", ErrorKind::InvalidValue, "--timers"),
         ("delay --timers -5", ErrorKind::UnknownArgument, "-5"),

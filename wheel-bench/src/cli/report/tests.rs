@@ -187,6 +187,19 @@ fn redis_rows_have_the_keys() {
         let got = row[key].as_f64().unwrap();
         assert!((ms..=ms * 1.01).contains(&got), "{key}: {got}");
     }
+    // The tasks' timeouts cost what they add to the tasks' own client, not
+    // to the threads'.
+    let tasks = redis_rows(&[
+        redis_result(1, Impl::None, 400, 0.2),
+        redis_result(1, Impl::NoneAsync, 400, 0.1),
+        redis_result(1, Impl::Tokio, 200, 0.1),
+    ]);
+    let tokio = json_lines(&tasks[2..]);
+    // 0.1 s over 200 ops, 250 us above none-async's 0.1 s over 400.
+    assert!(
+        tokio.contains(r#""timeout_cpu_us_per_op":250.0"#),
+        "{tokio}"
+    );
     // Without a `none` row in the same run there is no cost to tell.
     let alone = json_lines(&redis_rows(&[redis_result(2, Impl::Wheel, 10, 0.1)]));
     assert!(alone.contains(r#""timeout_cpu_us_per_op":null"#), "{alone}");
