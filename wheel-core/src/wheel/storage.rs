@@ -215,14 +215,7 @@ impl<T, const N: usize, const SLOTS: usize, const LEVELS: usize>
 {
     /// An empty fixed wheel of any geometry at `now`, in a `const` context.
     pub(crate) const fn fixed(now: u64) -> Self {
-        let () = Geometry::<SLOTS, LEVELS>::CHECK;
-        Self {
-            now,
-            tables: Tables::EMPTY,
-            due_cursor: 0,
-            stage: Stage::NONE,
-            slab: Slab::new(ArrayStorage::new()),
-        }
+        Self::with_storage(ArrayStorage::new(), now)
     }
 }
 
@@ -254,7 +247,7 @@ impl<T, S: Storage<T> + Default, const SLOTS: usize, const LEVELS: usize>
 
 impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S, SLOTS, LEVELS> {
     /// An empty wheel over `storage`, its clock at `now`.
-    fn with_storage(storage: S, now: u64) -> Self {
+    const fn with_storage(storage: S, now: u64) -> Self {
         let () = Geometry::<SLOTS, LEVELS>::CHECK;
         Self {
             now,
