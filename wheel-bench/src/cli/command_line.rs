@@ -219,15 +219,16 @@ every other way of holding wheel-sync, each a row (its shape after the /):
   heap         a Mutex<BinaryHeap> + Condvar scheduler thread with lazy cancel
 
 redis, the timeout of each command (a blocking caller thread each, except
-wheel-async and tokio):
+none-async, wheel-async and tokio):
   none         no timeout: the ceiling
   executor-2   a scheduled executor: a heap under a lock, 2 worker threads
                taking turns at the earliest deadline (Java's
                ScheduledThreadPoolExecutor shape); cancel marks the entry
   executor-8   the same with 8 workers
   wheel        a wheel-sync callback on one shared service; cancel on reply
-  wheel-async  caller tasks on a tokio multi-thread runtime, each command under
-               wheel_sync::timeout
+  none-async   caller tasks on a tokio multi-thread runtime, no timeout: the
+               tasks' ceiling
+  wheel-async  the same tasks, each command under wheel_sync::timeout
   tokio        the same tasks, each command under tokio::time::timeout";
 
 /// The experiments' implementations: those run by default, and every one
