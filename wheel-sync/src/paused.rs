@@ -30,8 +30,9 @@ impl TimerService {
     /// (a channel from a worker, a task on another executor) should not
     /// also wait on a timer the clock would move past meanwhile: the clock
     /// does not wait for that thread. When no timer can come due, it waits
-    /// for a wake like any `block_on`, so a future that waits forever (on
-    /// `sleep(Duration::MAX)`, say) blocks forever.
+    /// for a wake like any `block_on`, looking again every millisecond for a
+    /// timer another thread made meanwhile; so a future that waits forever
+    /// (on `sleep(Duration::MAX)`, say) blocks forever.
     ///
     /// # Errors
     /// As [`advance_to_next`](Self::advance_to_next): not a manual clock, a
