@@ -126,8 +126,14 @@ impl Driver {
         #[cfg(all(test, not(loom)))]
         tests::maybe_fail();
         // Read first: what was submitted before an advance is then filed,
-        // and fired if due, by this round (rule 6).
+        // and fired if due, by this round (rule 6). The round's time too:
+        // a manual clock read after filing could be one an advance made
+        // while this round filed, and what the caller submitted just
+        // before that advance, not yet filed, would fire after later
+        // timers. Read first, any time it shows was reached after those
+        // submissions were published, and they are filed before it fires.
         let advances = self.shared.advances();
+        let started = self.shared.clock.now();
         let manual = self.shared.clock.manual_ns().is_some();
         let filed = self.file_messages(BATCH) + self.sweep();
         DriverStats::bump(&self.shared.stats.rounds, 1);
@@ -137,7 +143,7 @@ impl Driver {
             // advance makes due fires in deadline order.
             return woken;
         }
-        let all_fired = self.fire_due(self.shared.clock.now());
+        let all_fired = self.fire_due(started);
         if filed >= BATCH || !all_fired {
             return woken;
         }

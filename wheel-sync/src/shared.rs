@@ -61,11 +61,13 @@
 //!    runs outside every lock, never inside other user code, and its panics
 //!    are caught and counted in one place ([`Shared::count_panics`]).
 //! 6. **A manual clock's `advance`** bumps `advances`, fences, and wakes
-//!    the driver; the driver reads `advances` before it files, and stores
-//!    it in `served` after a round that filed everything and fired
-//!    everything due. `advance` returns once `served` reaches its bump, so
-//!    every timer submitted before the call, due by the new time, has
-//!    fired. To learn the next deadline (`advance_to_next`), a caller sets
+//!    the driver; the driver reads `advances`, then the clock, before it
+//!    files, and stores `advances` in `served` after a round that filed
+//!    everything and fired everything due by the time it read. `advance`
+//!    returns once `served` reaches its bump, so every timer submitted
+//!    before the call, due by the new time, has fired; and as a round's
+//!    time is read before it files, what it fires by that time was all
+//!    filed first, so one advance fires in deadline order. To learn the next deadline (`advance_to_next`), a caller sets
 //!    `next_wanted` before an `advance` by zero; a round that finds it set
 //!    stores its wheels' earliest deadline in `next_due`, then the
 //!    `advances` it read in `next_for`, before it serves. The answer is

@@ -7,7 +7,7 @@
 //! abandoned at shutdown, detached callbacks (no entry: queued and filed
 //! by value) fired, or dropped unrun by a racing shutdown, a parked `Sleep`
 //! moved earlier, sleeps fired in one round, a manual clock's `advance`,
-//! which returns only once what came due has fired, and its
+//! which returns only once what came due has fired, in deadline order, and its
 //! `advance_to_next`, which answers only from a round that saw the call,
 //! the exact account of a
 //! shutdown racing schedules, cancels and sleeps, and the last clones of a
@@ -281,6 +281,29 @@ fn advance_returns_once_what_came_due_has_fired() {
             })
         };
         advancer.join().unwrap();
+        timers.shutdown().unwrap();
+    });
+}
+
+#[test]
+fn what_one_advance_makes_due_fires_in_deadline_order() {
+    // A round may be under way, having filed the first timer, as the
+    // second (earlier) one is scheduled and the clock advanced: that round
+    // must not fire the first by the new time before the second is filed.
+    model(|| {
+        let timers = TimerService::builder().manual_clock().build().unwrap();
+        let first_to_fire = counter();
+        for ms in [2, 1] {
+            let first = first_to_fire.clone();
+            timers
+                .schedule_detached(Duration::from_millis(ms), move || {
+                    let _ =
+                        first.compare_exchange(0, ms as usize, Ordering::SeqCst, Ordering::SeqCst);
+                })
+                .unwrap();
+        }
+        timers.advance(Duration::from_millis(2)).unwrap();
+        assert_eq!(first_to_fire.load(Ordering::SeqCst), 1);
         timers.shutdown().unwrap();
     });
 }

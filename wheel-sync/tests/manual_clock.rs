@@ -70,6 +70,37 @@ fn every_timer_fires_in_the_advance_that_passes_its_deadline_in_deadline_order()
     assert_eq!(timers.pending(), 0);
 }
 
+/// A round already under way when the caller schedules and then advances
+/// must not fire by the new time what it filed before the caller's last
+/// timers arrived: those are due too, and earlier ones among them would
+/// come out after later ones.
+#[test]
+fn timers_scheduled_while_the_driver_runs_fire_in_deadline_order_in_the_next_advance() {
+    let timers = manual();
+    let mut rng = XorShift::new(11);
+    let fired = Arc::new(Mutex::new(Vec::new()));
+    for round in 0..300u64 {
+        let count = 1 + rng.below(200);
+        for _ in 0..count {
+            let at = 1 + rng.below(10);
+            let log = fired.clone();
+            drop(
+                timers
+                    .schedule(ms(at), move || log.lock().unwrap().push(at))
+                    .unwrap(),
+            );
+        }
+        timers.advance(ms(10)).unwrap();
+        let mut log = fired.lock().unwrap();
+        assert_eq!(log.len() as u64, count, "round {round}: all due fired");
+        assert!(
+            log.windows(2).all(|w| w[0] <= w[1]),
+            "round {round}: out of deadline order: {log:?}"
+        );
+        log.clear();
+    }
+}
+
 #[test]
 fn the_clock_stands_still_between_advances() {
     let timers = manual();
