@@ -21,32 +21,37 @@
 //! - A slot's occupied bit is set iff its bucket holds a timer, except for
 //!   the slot being staged (see `cascade_ahead`): its bit stays set while
 //!   its own bucket or the staged tables hold one.
+//! - The tables (due bucket, levels, occupied bits) are
+//!   [`Wheel`](crate::Wheel)'s, with a bucket where it keeps list heads.
 //! - Staging files a slot's timers early, relative to the slot's start, into
-//!   a second set of tables. When the clock reaches that start every lower
-//!   level is empty (their slots all lie before it and slots are processed
-//!   in order), so the staged tables are swapped in whole; timers inserted
-//!   into the slot meanwhile are still in its own bucket and are filed then.
+//!   a second set of tables, as [`Wheel`](crate::Wheel) does. When the clock
+//!   reaches that start every lower level is empty (their slots all lie
+//!   before it and slots are processed in order), so the staged tables are
+//!   swapped in whole; timers inserted into the slot meanwhile are still in
+//!   its own bucket and are filed then.
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::fmt;
 
 use crate::geometry::Geometry;
+use crate::level::Slot;
 
 mod cascade;
 mod chunks;
 mod iter;
 mod peek;
-mod tables;
 mod validate;
 
 use chunks::{Bucket, Spare, MAX_GROWTH};
 pub use iter::BucketAdvance;
-use tables::{Staged, Tables};
 
 const SLOTS: usize = 64;
 const LEVELS: usize = 11;
 type Geo = Geometry<SLOTS, LEVELS>;
+/// A bucket wheel's tables: a bucket in every slot.
+type Tables<T> = crate::tables::Tables<SLOTS, LEVELS, Bucket<T>>;
+type Stage<T> = crate::stage::Stage<SLOTS, LEVELS, Bucket<T>>;
 
 /// A hierarchical timing wheel for timers that are never cancelled: no ids,
 /// no links, each timer stored once by value next to its deadline (a 24-byte
@@ -76,10 +81,11 @@ type Geo = Geometry<SLOTS, LEVELS>;
 pub struct BucketWheel<T> {
     now: u64,
     len: usize,
-    /// The due bucket and the slots of every level.
-    tables: Tables<T>,
+    /// The due bucket and the slots of every level; boxed, as they take
+    /// 17 KiB.
+    tables: Box<Tables<T>>,
     /// The next slot to cascade, filed ahead of time; allocated on first use.
-    staged: Option<Box<Staged<T>>>,
+    stage: Stage<T>,
     spare: Spare<T>,
 }
 
@@ -133,8 +139,8 @@ impl<T> BucketWheel<T> {
         Self {
             now,
             len: 0,
-            tables: Tables::new(),
-            staged: None,
+            tables: Box::new(Tables::EMPTY),
+            stage: Stage::NONE,
             spare: Spare::EMPTY,
         }
     }
@@ -188,15 +194,21 @@ impl<T> BucketWheel<T> {
     /// ```
     #[inline]
     pub fn insert(&mut self, deadline: u64, value: T) {
-        self.tables
-            .file(&mut self.spare, self.now, (deadline, value));
+        Self::file(
+            &mut self.tables,
+            &mut self.spare,
+            self.now,
+            (deadline, value),
+        );
         self.len += 1;
     }
 
-    /// Appends `item` to `bucket`'s last chunk, or to a new one (from the
-    /// pool if it has one) when that is full.
+    /// Files `item` in `tables` where its deadline belongs with their clock
+    /// at `now`: appended to its bucket's last chunk, or to a new one (from
+    /// the pool if it has one) when that is full.
     #[inline(always)]
-    fn push(spare: &mut Spare<T>, bucket: &mut Bucket<T>, item: (u64, T)) {
+    fn file(tables: &mut Tables<T>, spare: &mut Spare<T>, now: u64, item: (u64, T)) {
+        let bucket = tables.slot_for(Geo::place(now, item.0));
         if let Some(last) = bucket.chunks.last_mut() {
             if last.len() < last.capacity() {
                 last.push(item);
@@ -230,7 +242,7 @@ impl<T> BucketWheel<T> {
         if !self.tables.due.is_empty() {
             return Some(self.now);
         }
-        let (level, slot) = self.tables.first_slot(0)?;
+        let (level, slot) = self.tables.first_slot(!0)?;
         Some(Geo::slot_start(self.now, level, slot))
     }
 
@@ -289,16 +301,19 @@ impl<T> BucketWheel<T> {
     /// ```
     pub fn drain(&mut self) -> impl Iterator<Item = (u64, T)> {
         let mut chunks = Vec::new();
-        let staged = self.staged.as_deref_mut().map(|s| {
+        let staged = self.stage.active_mut().map(|s| {
             s.level = 0;
             &mut s.tables
         });
-        for tables in core::iter::once(&mut self.tables).chain(staged) {
+        for tables in core::iter::once(&mut *self.tables).chain(staged) {
             chunks.append(&mut tables.due.chunks);
-            for bucket in tables.buckets.iter_mut() {
-                chunks.append(&mut bucket.chunks);
+            for level in &mut tables.levels {
+                for bucket in &mut level.slots {
+                    chunks.append(&mut bucket.chunks);
+                }
+                level.occupied = 0;
             }
-            tables.occupied = [0; LEVELS];
+            tables.occupied_levels = 0;
         }
         self.len = 0;
         chunks.into_iter().flatten()

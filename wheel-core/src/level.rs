@@ -1,7 +1,19 @@
-//! One level of the wheel: `SLOTS` slots, each the heads of a few lists,
-//! and the bitmap of which are occupied.
+//! One level of a wheel: `SLOTS` slots and the bitmap of which are
+//! occupied. What a slot holds is the wheel's: the heads of a few lists
+//! ([`Heads`], in [`Wheel`](crate::Wheel)), or a bucket of timers by value
+//! (in [`BucketWheel`](crate::BucketWheel)).
 
 use crate::slab::NIL;
+
+/// What one slot (or a wheel's due slot) holds. Public only inside this
+/// private module, as [`Heads`] is.
+pub trait Slot {
+    /// A slot with no timer.
+    const EMPTY: Self;
+
+    /// Whether it holds no timer.
+    fn is_empty(&self) -> bool;
+}
 
 /// The first entries of one slot's lists (and of the due lists): an array
 /// of `STRIPES` heads. An entry with index `i` goes on list
@@ -14,11 +26,9 @@ use crate::slab::NIL;
 ///
 /// Public only inside this private module, so that the sealed storage
 /// trait can name it.
-pub trait Heads: Copy + Eq + core::fmt::Debug + 'static {
+pub trait Heads: Slot + Copy + Eq + core::fmt::Debug + 'static {
     /// Lists per slot.
     const STRIPES: usize;
-    /// Every list empty.
-    const EMPTY: Self;
 
     /// The heads, list by list.
     fn lists(&self) -> &[u32];
@@ -34,9 +44,18 @@ pub trait Heads: Copy + Eq + core::fmt::Debug + 'static {
     fn at(&self, stripe: usize) -> u32;
 }
 
+/// Every list empty.
+impl<const STRIPES: usize> Slot for [u32; STRIPES] {
+    const EMPTY: Self = [NIL; STRIPES];
+
+    #[inline(always)]
+    fn is_empty(&self) -> bool {
+        *self == Self::EMPTY
+    }
+}
+
 impl<const STRIPES: usize> Heads for [u32; STRIPES] {
     const STRIPES: usize = STRIPES;
-    const EMPTY: Self = [NIL; STRIPES];
 
     #[inline(always)]
     fn lists(&self) -> &[u32] {
@@ -67,30 +86,29 @@ pub(crate) fn stripe_of<H: Heads>(index: u32) -> usize {
 
 /// A level: slot `s` holds the timers whose deadline has digit `s` at this
 /// level and agrees with `now` on every higher digit.
-pub(crate) struct Level<const SLOTS: usize, H> {
-    /// Bit `s` is set iff some list of `heads[s]` is not [`NIL`].
+pub(crate) struct Level<const SLOTS: usize, S> {
+    /// Bit `s` is set iff `slots[s]` holds a timer.
     pub(crate) occupied: u64,
-    /// First entry of each of the slot's doubly-linked lists.
-    pub(crate) heads: [H; SLOTS],
+    pub(crate) slots: [S; SLOTS],
 }
 
-impl<const SLOTS: usize, H: Heads> Level<SLOTS, H> {
+impl<const SLOTS: usize, S: Slot> Level<SLOTS, S> {
     pub(crate) const EMPTY: Self = Self {
         occupied: 0,
-        heads: [H::EMPTY; SLOTS],
+        slots: [const { S::EMPTY }; SLOTS],
     };
 
-    /// Slot `slot`'s lists. Slots come from a digit or a bitmap of
-    /// `SLOTS` bits, so the mask (one AND) changes none and leaves the
-    /// lookup without a panic path.
+    /// Slot `slot`. Slots come from a digit or a bitmap of `SLOTS` bits, so
+    /// the mask (one AND) changes none and leaves the lookup without a
+    /// panic path.
     #[inline(always)]
-    pub(crate) fn slot(&self, slot: usize) -> &H {
-        &self.heads[slot % SLOTS]
+    pub(crate) fn slot(&self, slot: usize) -> &S {
+        &self.slots[slot % SLOTS]
     }
 
-    /// Slot `slot`'s lists, mutably.
+    /// Slot `slot`, mutably.
     #[inline(always)]
-    pub(crate) fn slot_mut(&mut self, slot: usize) -> &mut H {
-        &mut self.heads[slot % SLOTS]
+    pub(crate) fn slot_mut(&mut self, slot: usize) -> &mut S {
+        &mut self.slots[slot % SLOTS]
     }
 }

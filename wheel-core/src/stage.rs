@@ -1,6 +1,7 @@
 //! Cascading ahead: the timers of the next slot to cascade, filed early into
 //! a copy of the lower levels as they will be when the clock reaches the
-//! slot's start.
+//! slot's start. Both wheels stage this way; the rules about lists are
+//! [`Wheel`](crate::Wheel)'s (a bucket holds its timers by value).
 //!
 //! # Ground rules
 //!
@@ -21,11 +22,11 @@
 //!   occupied and a start after the clock.
 
 use crate::geometry::Geometry;
-use crate::level::{stripe_of, Heads};
+use crate::level::{stripe_of, Heads, Slot};
 use crate::tables::Tables;
 
 /// The staged lower levels for one slot.
-pub(crate) struct Staged<const SLOTS: usize, const LEVELS: usize, H> {
+pub(crate) struct Staged<const SLOTS: usize, const LEVELS: usize, S> {
     /// The level of the slot being staged; 0 when none is (level-0 slots
     /// are never staged: they are spliced whole onto the due list).
     pub(crate) level: usize,
@@ -35,10 +36,10 @@ pub(crate) struct Staged<const SLOTS: usize, const LEVELS: usize, H> {
     pub(crate) start: u64,
     /// Levels below `level` as they will be at `start`, and the timers due
     /// exactly then.
-    pub(crate) tables: Tables<SLOTS, LEVELS, H>,
+    pub(crate) tables: Tables<SLOTS, LEVELS, S>,
 }
 
-impl<const SLOTS: usize, const LEVELS: usize, H: Heads> Staged<SLOTS, LEVELS, H> {
+impl<const SLOTS: usize, const LEVELS: usize, S: Slot> Staged<SLOTS, LEVELS, S> {
     #[cfg(feature = "alloc")]
     pub(crate) const IDLE: Self = Self {
         level: 0,
@@ -50,7 +51,7 @@ impl<const SLOTS: usize, const LEVELS: usize, H: Heads> Staged<SLOTS, LEVELS, H>
     /// Whether no timer is staged.
     #[inline]
     pub(crate) fn is_empty(&self) -> bool {
-        self.tables.occupied_levels == 0 && self.tables.due == H::EMPTY
+        self.tables.is_empty()
     }
 
     /// Whether level `level`'s slot `slot` is the one being staged (callers
@@ -67,6 +68,15 @@ impl<const SLOTS: usize, const LEVELS: usize, H: Heads> Staged<SLOTS, LEVELS, H>
         Geometry::<SLOTS, LEVELS>::place(self.start, deadline)
     }
 
+    /// Stops staging; the tables must be empty or already swapped out.
+    #[inline]
+    pub(crate) fn finish(&mut self) {
+        debug_assert!(self.is_empty(), "staging finished with timers staged");
+        self.level = 0;
+    }
+}
+
+impl<const SLOTS: usize, const LEVELS: usize, H: Heads> Staged<SLOTS, LEVELS, H> {
     /// The list head a staged timer belongs under, marking it occupied.
     #[cfg(feature = "alloc")]
     #[inline]
@@ -82,28 +92,21 @@ impl<const SLOTS: usize, const LEVELS: usize, H: Heads> Staged<SLOTS, LEVELS, H>
         let place = self.place_of(deadline);
         self.tables.pop_head(place, stripe_of::<H>(index), next);
     }
-
-    /// Stops staging; the tables must be empty or already swapped out.
-    #[inline]
-    pub(crate) fn finish(&mut self) {
-        debug_assert!(self.is_empty(), "staging finished with timers staged");
-        self.level = 0;
-    }
 }
 
 /// The staging area of a wheel: boxed on first use with the `alloc`
 /// feature; without it, nothing is ever staged.
 #[cfg(feature = "alloc")]
-pub(crate) struct Stage<const SLOTS: usize, const LEVELS: usize, H>(
-    Option<alloc::boxed::Box<Staged<SLOTS, LEVELS, H>>>,
+pub(crate) struct Stage<const SLOTS: usize, const LEVELS: usize, S>(
+    Option<alloc::boxed::Box<Staged<SLOTS, LEVELS, S>>>,
 );
 
 /// The staging area of a wheel: boxed on first use with the `alloc`
 /// feature; without it, nothing is ever staged.
 #[cfg(not(feature = "alloc"))]
-pub(crate) struct Stage<const SLOTS: usize, const LEVELS: usize, H>(core::marker::PhantomData<H>);
+pub(crate) struct Stage<const SLOTS: usize, const LEVELS: usize, S>(core::marker::PhantomData<S>);
 
-impl<const SLOTS: usize, const LEVELS: usize, H: Heads> Stage<SLOTS, LEVELS, H> {
+impl<const SLOTS: usize, const LEVELS: usize, S: Slot> Stage<SLOTS, LEVELS, S> {
     /// Nothing staged and nothing allocated.
     pub(crate) const NONE: Self = {
         #[cfg(feature = "alloc")]
@@ -118,7 +121,7 @@ impl<const SLOTS: usize, const LEVELS: usize, H: Heads> Stage<SLOTS, LEVELS, H> 
 
     /// The staging in progress, if a slot is being staged.
     #[inline]
-    pub(crate) fn active(&self) -> Option<&Staged<SLOTS, LEVELS, H>> {
+    pub(crate) fn active(&self) -> Option<&Staged<SLOTS, LEVELS, S>> {
         #[cfg(feature = "alloc")]
         {
             self.0.as_deref().filter(|staged| staged.level != 0)
@@ -131,7 +134,7 @@ impl<const SLOTS: usize, const LEVELS: usize, H: Heads> Stage<SLOTS, LEVELS, H> 
 
     /// The staging in progress, mutably.
     #[inline]
-    pub(crate) fn active_mut(&mut self) -> Option<&mut Staged<SLOTS, LEVELS, H>> {
+    pub(crate) fn active_mut(&mut self) -> Option<&mut Staged<SLOTS, LEVELS, S>> {
         #[cfg(feature = "alloc")]
         {
             self.0.as_deref_mut().filter(|staged| staged.level != 0)
@@ -144,7 +147,7 @@ impl<const SLOTS: usize, const LEVELS: usize, H: Heads> Stage<SLOTS, LEVELS, H> 
 
     /// The staging area, allocated if need be.
     #[cfg(feature = "alloc")]
-    pub(crate) fn area(&mut self) -> &mut Staged<SLOTS, LEVELS, H> {
+    pub(crate) fn area(&mut self) -> &mut Staged<SLOTS, LEVELS, S> {
         self.0
             .get_or_insert_with(|| alloc::boxed::Box::new(Staged::IDLE))
     }

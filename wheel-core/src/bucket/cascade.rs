@@ -1,11 +1,9 @@
 //! Moving a bucket wheel's clock: stepping to the next slot and filing its
 //! timers again, and filing a slot ahead of time.
 
-use alloc::boxed::Box;
-
 use super::chunks::Bucket;
-use super::tables::{Staged, Tables};
-use super::{BucketWheel, Geo, SLOTS};
+use super::{BucketWheel, Geo};
+use crate::level::Slot;
 
 impl<T> BucketWheel<T> {
     /// Processes the next slot whose start is at most `target`, with the
@@ -13,7 +11,7 @@ impl<T> BucketWheel<T> {
     /// to the due bucket or lower levels. Returns false if there is none.
     pub(super) fn step(&mut self, target: u64) -> bool {
         debug_assert!(self.tables.due.is_empty());
-        let Some((level, slot)) = self.tables.first_slot(0) else {
+        let Some((level, slot)) = self.tables.first_slot(!0) else {
             return false;
         };
         let start = Geo::slot_start(self.now, level, slot);
@@ -26,21 +24,13 @@ impl<T> BucketWheel<T> {
             self.tables.due = bucket;
             return true;
         }
-        if let Some(staged) = self.staged.as_deref_mut() {
-            if staged.level == level && staged.slot == slot {
-                debug_assert_eq!(staged.start, start);
-                // Every lower level is empty now: the staged ones take
-                // their place.
-                core::mem::swap(&mut self.tables.due, &mut staged.tables.due);
-                for l in 0..level {
-                    debug_assert_eq!(self.tables.occupied[l], 0);
-                    self.tables.occupied[l] = core::mem::take(&mut staged.tables.occupied[l]);
-                    let range = l * SLOTS..(l + 1) * SLOTS;
-                    self.tables.buckets[range.clone()]
-                        .swap_with_slice(&mut staged.tables.buckets[range]);
-                }
-                staged.level = 0;
-            }
+        if let Some(staged) = self.stage.active_mut().filter(|st| st.covers(level, slot)) {
+            debug_assert_eq!(staged.start, start);
+            // Every lower level is empty now: the staged ones take their
+            // place.
+            core::mem::swap(&mut self.tables.due, &mut staged.tables.due);
+            self.tables.swap_in_below(&mut staged.tables, level);
+            staged.finish();
         }
         self.refile(bucket);
         true
@@ -50,7 +40,7 @@ impl<T> BucketWheel<T> {
     pub(super) fn refile(&mut self, bucket: Bucket<T>) {
         for mut chunk in bucket.chunks {
             for item in chunk.drain(..) {
-                self.tables.file(&mut self.spare, self.now, item);
+                Self::file(&mut self.tables, &mut self.spare, self.now, item);
             }
             self.spare.give(chunk);
         }
@@ -79,16 +69,9 @@ impl<T> BucketWheel<T> {
     /// assert_eq!(fired, (5_000..5_100).collect::<Vec<_>>());
     /// ```
     pub fn cascade_ahead(&mut self, max: usize) -> usize {
-        let staged = self.staged.get_or_insert_with(|| {
-            Box::new(Staged {
-                level: 0,
-                slot: 0,
-                start: 0,
-                tables: Tables::new(),
-            })
-        });
+        let staged = self.stage.area();
         if staged.level == 0 {
-            let Some((level, slot)) = self.tables.first_slot(1) else {
+            let Some((level, slot)) = self.tables.first_slot(!1) else {
                 return 0;
             };
             debug_assert!(staged.tables.is_empty());
@@ -96,7 +79,7 @@ impl<T> BucketWheel<T> {
             staged.slot = slot;
             staged.start = Geo::slot_start(self.now, level, slot);
         }
-        let bucket = &mut self.tables.buckets[staged.level * SLOTS + staged.slot];
+        let bucket = self.tables.level_mut(staged.level).slot_mut(staged.slot);
         let mut moved = 0;
         while moved < max {
             let Some(chunk) = bucket.chunks.last_mut() else {
@@ -104,7 +87,7 @@ impl<T> BucketWheel<T> {
             };
             let take = (max - moved).min(chunk.len());
             for item in chunk.drain(chunk.len() - take..) {
-                staged.tables.file(&mut self.spare, staged.start, item);
+                Self::file(&mut staged.tables, &mut self.spare, staged.start, item);
             }
             moved += take;
             self.spare.reclaim_last(&mut bucket.chunks);

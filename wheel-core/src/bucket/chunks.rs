@@ -4,6 +4,7 @@
 use alloc::vec::Vec;
 
 use super::BucketWheel;
+use crate::level::Slot;
 
 /// A bucket's chunks double in size up to `CHUNK << MAX_GROWTH` timers
 /// (64 KiB for a 24-byte value).
@@ -66,17 +67,18 @@ pub(super) struct Bucket<T> {
     pub(super) chunks: Vec<Vec<(u64, T)>>,
 }
 
-impl<T> Bucket<T> {
-    pub(super) const EMPTY: Self = Self { chunks: Vec::new() };
+impl<T> Slot for Bucket<T> {
+    const EMPTY: Self = Self { chunks: Vec::new() };
 
-    pub(super) fn is_empty(&self) -> bool {
+    /// A bucket holds no empty chunk, so it is empty iff it has none.
+    #[inline(always)]
+    fn is_empty(&self) -> bool {
         self.chunks.is_empty()
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::SLOTS;
     use super::*;
 
     #[test]
@@ -87,7 +89,7 @@ mod tests {
         for value in 0..n {
             wheel.insert(5_000 + value % 64, value); // all in one level-2 slot
         }
-        let bucket = &wheel.tables.buckets[2 * SLOTS + 1];
+        let bucket = wheel.tables.level(2).slot(1);
         let capacities: Vec<usize> = bucket.chunks.iter().map(Vec::capacity).collect();
         let cap = W::CHUNK << MAX_GROWTH;
         assert_eq!(capacities[..6], [1, 2, 4, 8, 16, 16].map(|k| k * W::CHUNK));

@@ -4,6 +4,7 @@ use core::fmt;
 
 use super::chunks::Bucket;
 use super::BucketWheel;
+use crate::level::Slot;
 
 /// The iterator of [`BucketWheel::advance`]: `(deadline, value)` of each
 /// timer due.

@@ -6,6 +6,7 @@
 
 use super::chunks::Bucket;
 use super::BucketWheel;
+use crate::level::Slot;
 
 impl<T> BucketWheel<T> {
     /// The timer that [`advance`](Self::advance)`(t)` yields first, for any
@@ -31,21 +32,18 @@ impl<T> BucketWheel<T> {
         if !self.tables.due.is_empty() {
             return Self::last(&self.tables.due);
         }
-        let (level, slot) = self.tables.first_slot(0)?;
-        let own = &self.tables.buckets[level * super::SLOTS + slot];
+        let (level, slot) = self.tables.first_slot(!0)?;
+        let own = self.tables.level(level).slot(slot);
         if level == 0 {
             return Self::last(own);
         }
-        let staged = self
-            .staged
-            .as_deref()
-            .filter(|st| st.level == level && st.slot == slot);
+        let staged = self.stage.active().filter(|st| st.covers(level, slot));
         let Some(staged) = staged else {
             return Self::last_of_least(own);
         };
         core::iter::once(own)
             .chain(core::iter::once(&staged.tables.due))
-            .chain(staged.tables.buckets.iter())
+            .chain(staged.tables.levels.iter().flat_map(|l| l.slots.iter()))
             .filter_map(Self::last_of_least)
             .min_by_key(|&(deadline, _)| deadline)
     }

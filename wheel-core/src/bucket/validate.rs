@@ -3,8 +3,8 @@
 use alloc::vec::Vec;
 
 use super::chunks::{Bucket, SPARE_UNITS};
-use super::tables::Tables;
-use super::{BucketWheel, Geo, LEVELS, SLOTS};
+use super::{BucketWheel, Geo, Tables, LEVELS, SLOTS};
+use crate::level::Slot;
 
 impl<T> BucketWheel<T> {
     /// Checks every internal invariant: bits match the buckets, each timer
@@ -22,7 +22,7 @@ impl<T> BucketWheel<T> {
     /// wheel.validate();
     /// ```
     pub fn validate(&self) {
-        let staged = self.staged.as_deref().filter(|s| s.level != 0);
+        let staged = self.stage.active();
         let mut count =
             Self::validate_tables(&self.tables, self.now, staged.map(|s| (s.level, s.slot)));
         if let Some(s) = staged {
@@ -38,18 +38,16 @@ impl<T> BucketWheel<T> {
                 "staged start is not its slot's"
             );
             assert!(
-                self.tables.occupied[s.level] & (1 << s.slot) != 0,
+                self.tables.is_occupied(s.level, s.slot),
                 "staged slot {}/{} not marked occupied",
                 s.level,
                 s.slot
             );
             assert!(
-                s.tables.occupied[s.level..].iter().all(|&b| b == 0),
+                s.tables.occupied_levels >> s.level == 0,
                 "staged timers at or above the staged level"
             );
             count += Self::validate_tables(&s.tables, s.start, None);
-        } else if let Some(s) = self.staged.as_deref() {
-            assert!(s.tables.is_empty(), "idle staging area holds timers");
         }
         assert_eq!(
             count, self.len,
@@ -88,9 +86,15 @@ impl<T> BucketWheel<T> {
         };
         check(&tables.due, None);
         for level in 0..LEVELS {
+            let level_bit = tables.occupied_levels & (1 << level) != 0;
+            assert_eq!(
+                level_bit,
+                tables.level(level).occupied != 0,
+                "level {level}'s bit is {level_bit}"
+            );
             for slot in 0..SLOTS {
-                let bucket = &tables.buckets[level * SLOTS + slot];
-                let bit = tables.occupied[level] & (1 << slot) != 0;
+                let bucket = tables.level(level).slot(slot);
+                let bit = tables.is_occupied(level, slot);
                 if kept == Some((level, slot)) {
                     assert!(bit, "staged slot not occupied");
                 } else {

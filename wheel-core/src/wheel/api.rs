@@ -1,7 +1,7 @@
 //! The wheel's everyday API over any storage: insert, cancel, reschedule,
 //! look up, advance, drain.
 
-use crate::level::Heads;
+use crate::level::Slot;
 use crate::slab::{Storage, TimerId};
 use crate::tables::Tables;
 use crate::Full;
@@ -223,7 +223,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     /// ```
     #[inline]
     pub fn next_expiration(&self) -> Option<u64> {
-        if self.tables.due != Heads::EMPTY {
+        if !self.tables.due.is_empty() {
             return Some(self.now);
         }
         self.next_slot().map(|(_, _, start)| start)

@@ -2,7 +2,7 @@
 //! its timers again (the cascade), and filing a slot ahead of time.
 
 use crate::geometry::Geometry;
-use crate::level::Heads;
+use crate::level::{Heads, Slot};
 use crate::slab::{Link, Storage, NIL};
 
 use super::TimerWheel;
@@ -50,7 +50,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
         }
         let heads = self.tables.level_mut(area.level).slot_mut(area.slot);
         let mut moved = 0;
-        while moved < max && *heads != Heads::EMPTY {
+        while moved < max && !heads.is_empty() {
             for head in heads.lists_mut() {
                 let index = *head;
                 if index != NIL && moved < max {
@@ -138,18 +138,8 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
         if let Some(st) = self.stage.active_mut().filter(|st| st.covers(level, slot)) {
             // The levels below are empty now; the staged ones take their
             // place, and only what was not staged yet is walked below.
-            for (live, staged) in self
-                .tables
-                .levels
-                .iter_mut()
-                .take(level)
-                .zip(&mut st.tables.levels)
-            {
-                debug_assert_eq!(live.occupied, 0, "live level below a cascading slot");
-                core::mem::swap(live, staged);
-            }
-            self.tables.occupied_levels |= core::mem::take(&mut st.tables.occupied_levels);
-            let due = core::mem::replace(&mut st.tables.due, Heads::EMPTY);
+            self.tables.swap_in_below(&mut st.tables, level);
+            let due = core::mem::replace(&mut st.tables.due, Slot::EMPTY);
             st.finish();
             self.splice_due(due);
         } else if !in_order {
@@ -157,7 +147,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
         }
         // The lists are walked in lockstep: each one's next link is a load
         // that does not wait for the others', so their misses overlap.
-        while cursors != Heads::EMPTY {
+        while !cursors.is_empty() {
             for cursor in cursors.lists_mut() {
                 let index = *cursor;
                 if index != NIL {

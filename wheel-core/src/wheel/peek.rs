@@ -8,7 +8,7 @@
 //! takes the head of the first non-empty due list from its cursor.
 
 use crate::geometry::Geometry;
-use crate::level::Heads;
+use crate::level::{Heads, Slot};
 use crate::slab::{Storage, TimerId, NIL};
 
 use super::{HeadsOf, TimerWheel};
@@ -35,7 +35,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     /// assert_eq!(wheel.peek(), Some((later, 5_000)));
     /// ```
     pub fn peek(&self) -> Option<(TimerId, u64)> {
-        let index = if self.tables.due != Heads::EMPTY {
+        let index = if !self.tables.due.is_empty() {
             self.due_head(&self.tables.due)?
         } else {
             let (level, slot, start) = self.next_slot()?;
@@ -45,7 +45,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
                 None => self.first_of_least(heads, start)?,
                 Some(st) => {
                     let staged = core::iter::once(&st.tables.due)
-                        .chain(st.tables.levels.iter().flat_map(|level| level.heads.iter()));
+                        .chain(st.tables.levels.iter().flat_map(|level| level.slots.iter()));
                     let least = |heads: &HeadsOf<T, S>| self.least_index(heads);
                     core::iter::once(&heads)
                         .chain(staged)

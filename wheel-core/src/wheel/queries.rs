@@ -2,7 +2,7 @@
 //! values by slab index, timers popped one at a time, and where the
 //! earliest deadline lies.
 
-use crate::level::Heads;
+use crate::level::{Heads, Slot};
 use crate::slab::{Storage, NIL};
 use crate::Expired;
 
@@ -49,7 +49,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     /// Only for a wheel that never cascades ahead.
     #[inline]
     pub(crate) fn earliest(&self) -> Earliest<HeadsOf<T, S>> {
-        if self.tables.due != Heads::EMPTY {
+        if !self.tables.due.is_empty() {
             return Earliest::Due(self.tables.due);
         }
         self.earliest_of(self.next_slot())

@@ -1,7 +1,7 @@
 //! `validate`: every ground rule of the wheel (see `wheel.rs`), checked.
 
 use crate::geometry::Geometry;
-use crate::level::{stripe_of, Heads};
+use crate::level::{stripe_of, Heads, Slot};
 use crate::slab::{Storage, NIL};
 use crate::tables::Tables;
 
@@ -82,8 +82,8 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
                 lvl.occupied
             );
             let at_slot = Geometry::<SLOTS, LEVELS>::slot_for(at, level);
-            for (slot, heads) in lvl.heads.iter().enumerate() {
-                let occupied = *heads != Heads::EMPTY || kept == Some((level, slot));
+            for (slot, heads) in lvl.slots.iter().enumerate() {
+                let occupied = !heads.is_empty() || kept == Some((level, slot));
                 assert_eq!(
                     lvl.occupied & (1 << slot) != 0,
                     occupied,
