@@ -142,6 +142,15 @@ impl Clock {
         }
     }
 
+    /// The deadline `delay` from now, as [`deadline_after`](Self::deadline_after)
+    /// gives it, without its tick: for a `Sleep`, whose first poll finds it.
+    #[inline]
+    pub(crate) fn instant_after(&self, delay: Duration) -> Instant {
+        let now = self.now();
+        now.checked_add(delay)
+            .unwrap_or_else(|| self.never_instant())
+    }
+
     /// An `Instant` for a deadline that never comes: a millennium past the
     /// origin, beyond the 584 years of nanoseconds the clock counts, so
     /// that no reading of this clock reaches it.

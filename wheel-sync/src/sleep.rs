@@ -57,7 +57,7 @@ pub struct Sleep {
 impl Sleep {
     /// A sleep `delay` from now.
     pub(crate) fn after(lane: Arc<Lane>, delay: Duration) -> Self {
-        let (deadline, _) = lane.shared.clock.deadline_after(delay);
+        let deadline = lane.shared.clock.instant_after(delay);
         Self {
             passed: delay.is_zero(),
             lane,
