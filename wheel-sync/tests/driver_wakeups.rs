@@ -18,6 +18,7 @@ fn scheduling_and_cancelling_in_a_loop_rarely_wakes_the_driver() {
     const PAIRS: u64 = 200_000;
     let timers = TimerService::new();
     let before = timers.stats().wakeups;
+    let started = Instant::now();
     for _ in 0..PAIRS {
         assert!(timers
             .schedule(Duration::from_secs(1), || ())
@@ -26,8 +27,12 @@ fn scheduling_and_cancelling_in_a_loop_rarely_wakes_the_driver() {
     }
     let woken = timers.stats().wakeups - before;
     // Each is parked and taken back: the driver sees none of them, and is
-    // woken only as its naps end.
-    assert!(woken <= 20, "{woken} wake-ups");
+    // woken only around its naps (a few per 100 ms nap; more on a loaded
+    // machine, where a preempted caller leaves a timer parked for the
+    // driver to take). So the bound grows with the time the loop took: a
+    // wake-up per 10 ms at most, against 200 000 timers.
+    let allowed = 20 + started.elapsed().as_millis() as u64 / 10;
+    assert!(woken <= allowed, "{woken} wake-ups, {allowed} allowed");
 }
 
 /// After activity the driver naps, then parks for good: no CPU when idle.
