@@ -126,34 +126,45 @@ impl Driver {
         #[cfg(all(test, not(loom)))]
         tests::maybe_fail();
         // Read first: what was submitted before an advance is then filed,
-        // and fired if due, by this round (rule 6). The round's time too:
-        // a manual clock read after filing could be one an advance made
-        // while this round filed, and what the caller submitted just
-        // before that advance, not yet filed, would fire after later
-        // timers. Read first, any time it shows was reached after those
-        // submissions were published, and they are filed before it fires.
+        // and fired if due, by this round (rule 6).
         let advances = self.shared.advances();
-        let started = self.shared.clock.now();
-        let manual = self.shared.clock.manual_ns().is_some();
+        // A manual clock's time is read before filing too: read after, it
+        // could be one an advance made while this round filed, and what the
+        // caller submitted just before that advance, not filed yet, would
+        // fire after later timers. Read first, any time it shows was reached
+        // after those submissions were published. A real clock is read after
+        // filing, so that what came due meanwhile fires now and its lateness
+        // counts the filing.
+        let manual_now = self
+            .shared
+            .clock
+            .manual_ns()
+            .map(|_| self.shared.clock.now());
         let filed = self.file_messages(BATCH) + self.sweep();
         DriverStats::bump(&self.shared.stats.rounds, 1);
         DriverStats::raise(&self.shared.stats.max_filed, filed as u64);
-        if filed >= BATCH && manual {
+        // A producer that claimed a place in the queue and has not written
+        // it yet holds up whatever is behind it (rule 3): what was submitted
+        // before an advance may be there, and the driver waits for it.
+        let stalled = filed < BATCH && !self.consumer.is_empty();
+        match manual_now {
             // A manual clock files everything before it fires, so what one
             // advance makes due fires in deadline order.
-            return woken;
-        }
-        let all_fired = self.fire_due(started);
-        if filed >= BATCH || !all_fired {
-            return woken;
-        }
-        // A producer that claimed a place in the queue and has not written
-        // it yet holds up whatever is behind it: what was submitted before
-        // an advance may be there, and the driver waits for it (rule 3).
-        let stalled = !self.consumer.is_empty();
-        if manual && !stalled {
-            self.shared.publish_next(advances, || self.earliest());
-            self.shared.serve(advances);
+            Some(_) if filed >= BATCH => return woken,
+            Some(_) if stalled => {}
+            Some(now) => {
+                if !self.fire_due(now) {
+                    return woken;
+                }
+                self.shared.publish_next(advances, || self.earliest());
+                self.shared.serve(advances);
+            }
+            None => {
+                let all_fired = self.fire_due(self.shared.clock.now());
+                if filed >= BATCH || !all_fired {
+                    return woken;
+                }
+            }
         }
         self.cascade_ahead();
         self.give_memory_back();

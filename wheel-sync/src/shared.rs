@@ -65,9 +65,11 @@
 //!    files, and stores `advances` in `served` after a round that filed
 //!    everything and fired everything due by the time it read. `advance`
 //!    returns once `served` reaches its bump, so every timer submitted
-//!    before the call, due by the new time, has fired; and as a round's
-//!    time is read before it files, what it fires by that time was all
-//!    filed first, so one advance fires in deadline order. To learn the next deadline (`advance_to_next`), a caller sets
+//!    before the call, due by the new time, has fired. A manual clock's
+//!    round reads its time before it files, and fires nothing while a
+//!    message it could not take yet (rule 3) may hold up earlier ones:
+//!    what it fires by that time was all filed first, so one advance
+//!    fires in deadline order. To learn the next deadline (`advance_to_next`), a caller sets
 //!    `next_wanted` before an `advance` by zero; a round that finds it set
 //!    stores its wheels' earliest deadline in `next_due`, then the
 //!    `advances` it read in `next_for`, before it serves. The answer is
