@@ -26,9 +26,6 @@ mod fire;
 /// How long a shutting-down driver waits for an admitted timer's message
 /// while none arrives (a producer descheduled that long, or a bug).
 const SHUTDOWN_PATIENCE: core::time::Duration = core::time::Duration::from_secs(10);
-/// Due timers taken out of the wheel at a time before any of them fires
-/// (see `Driver::fire_entries`).
-const FIRE_BATCH: usize = if cfg!(loom) { 2 } else { 32 };
 /// The driver gives its wheel's storage back once it is this many times
 /// what the pending timers need.
 const SHRINK_WHEN: usize = 4;
@@ -88,7 +85,7 @@ impl Driver {
             entries,
             jobs,
             wakers: Vec::new(),
-            batch: Vec::with_capacity(FIRE_BATCH),
+            batch: Vec::with_capacity(BATCH),
             executor,
             shrunk: (0, 0),
             spot: 0,

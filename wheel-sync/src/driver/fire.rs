@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use super::{Driver, FIRE_BATCH};
+use super::Driver;
 use crate::action::Firing;
 use crate::caught::run_caught;
 use crate::entry::{self, EntryRef, INDEX_OUT, PENDING};
@@ -125,7 +125,7 @@ impl Driver {
     /// Advances the entries' wheel to `tick`, firing what is due until the
     /// round's budget is spent.
     ///
-    /// Due timers come out of the wheel [`FIRE_BATCH`] at a time, then each
+    /// Due timers come out of the wheel a round's batch at a time, then each
     /// one's state word is read in a tight pass, so that the cache misses
     /// on a batch's entries (each a separate allocation, untouched since it
     /// was filed) overlap; fired one at a time, each miss would wait behind
@@ -139,7 +139,7 @@ impl Driver {
         };
         let mut advance = self.entries.advance(tick);
         while count.taken < BATCH {
-            let take = FIRE_BATCH.min(BATCH - count.taken);
+            let take = BATCH - count.taken;
             self.batch.extend(
                 (advance.by_ref().take(take)).map(|expired| (expired.value, expired.deadline, 0)),
             );
