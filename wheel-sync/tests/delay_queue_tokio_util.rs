@@ -236,6 +236,28 @@ fn removing_the_earliest_item_wakes_the_task_to_wait_for_the_next() {
 }
 
 #[test]
+fn try_removing_the_earliest_item_wakes_the_task_to_wait_for_the_next() {
+    let timers = manual();
+    let mut queue = DelayQueue::with_service(&timers);
+    let (wakes, waker) = counting_waker();
+    let early = queue.insert("early", ms(10));
+    queue.insert("late", ms(100));
+    assert!(poll(&mut queue, &waker).is_pending());
+
+    assert_eq!(
+        queue.try_remove(&early).map(Expired::into_inner),
+        Some("early")
+    );
+    assert_eq!(wakes.count(), 1);
+    assert!(poll(&mut queue, &waker).is_pending());
+    timers.advance(ms(10)).unwrap();
+    assert_eq!(wakes.count(), 1);
+    timers.advance(ms(90)).unwrap();
+    assert_eq!(wakes.count(), 2);
+    assert_eq!(ready(&mut queue), "late");
+}
+
+#[test]
 fn resetting_the_earliest_item_later_wakes_the_task() {
     let timers = manual();
     let mut queue = DelayQueue::with_service(&timers);
