@@ -2,7 +2,7 @@
 # The redis experiment in CI: installs redis-server (Debian's package, which
 # also brings redis-benchmark) if it is missing, runs the client's tests
 # against a real server, and a --quick run of `wheel-bench redis` with both
-# workloads and all six mechanisms, the server and the client pinned to CPUs
+# workloads and all seven mechanisms, the server and the client pinned to CPUs
 # of their own, which fails if any row has errors.
 # Exits non-zero on any failure. Called by .ci/run; runnable on its own.
 set -euo pipefail
