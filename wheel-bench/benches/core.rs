@@ -39,9 +39,7 @@
 //! The memory table counts live heap bytes with a counting global allocator:
 //! after filling `n` timers, minus the empty queue, divided by `n`.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
-use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
 use std::time::Duration;
 
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion};
@@ -55,6 +53,11 @@ use wheel_core::BucketWheel;
 #[path = "core/thread_time.rs"]
 mod thread_time;
 use thread_time::{measure, ThreadTime};
+
+// Heap bytes per pending timer, by a counting allocator.
+#[path = "core/memory.rs"]
+mod memory;
+use memory::memory_table;
 
 /// Pending timers per benchmark.
 const SIZES: [usize; 3] = [1_000, 100_000, 1_000_000];
@@ -72,59 +75,6 @@ const FORGET_MIN: u64 = 500;
 const FORGET_MAX: u64 = 15_000;
 /// Insert + cancel pairs per tick in the `churn` mix.
 const CHURN_PAIRS: usize = 4;
-
-/// Counts live heap bytes while [`COUNTING`] is on; off during the timed
-/// benchmarks, where it costs one relaxed load per allocation.
-struct CountingAllocator;
-
-static COUNTING: AtomicBool = AtomicBool::new(false);
-static LIVE_BYTES: AtomicIsize = AtomicIsize::new(0);
-
-fn count(delta: isize) {
-    if COUNTING.load(Ordering::Relaxed) {
-        LIVE_BYTES.fetch_add(delta, Ordering::Relaxed);
-    }
-}
-
-// SAFETY: every method forwards its arguments unchanged to `System`, which
-// upholds the `GlobalAlloc` contract; the counters never touch the memory.
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: the caller's `layout` obligations pass straight through.
-        let ptr = unsafe { System.alloc(layout) };
-        if !ptr.is_null() {
-            count(layout.size() as isize);
-        }
-        ptr
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: as for `alloc`.
-        let ptr = unsafe { System.alloc_zeroed(layout) };
-        if !ptr.is_null() {
-            count(layout.size() as isize);
-        }
-        ptr
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from this allocator, i.e. from `System`, with `layout`.
-        unsafe { System.dealloc(ptr, layout) };
-        count(-(layout.size() as isize));
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // SAFETY: `ptr` came from `System` with `layout`; the caller upholds the rest.
-        let new = unsafe { System.realloc(ptr, layout, new_size) };
-        if !new.is_null() {
-            count(new_size as isize - layout.size() as isize);
-        }
-        new
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: CountingAllocator = CountingAllocator;
 
 /// A queue, the keys of its pending timers and the input stream.
 struct Bed<Q: TimerQueue> {
@@ -501,50 +451,6 @@ macro_rules! geometry_group {
         }
         group.finish();
     }};
-}
-
-/// Bytes of a queue holding `n` timers, as (empty queue: inline plus heap,
-/// heap per timer).
-fn memory<Q: TimerQueue>(make: fn() -> Q, n: usize) -> (isize, f64) {
-    COUNTING.store(true, Ordering::Relaxed);
-    let before = LIVE_BYTES.load(Ordering::Relaxed);
-    let mut queue = make();
-    let empty = LIVE_BYTES.load(Ordering::Relaxed);
-    let mut rng = SplitMix64(SEED);
-    for value in 0..n as u64 {
-        black_box(queue.insert(1 + rng.below(SPREAD), value));
-    }
-    let full = LIVE_BYTES.load(Ordering::Relaxed);
-    COUNTING.store(false, Ordering::Relaxed);
-    drop(queue);
-    let inline = std::mem::size_of::<Q>() as isize;
-    (inline + empty - before, (full - empty) as f64 / n as f64)
-}
-
-/// Prints, as a markdown table, heap bytes per pending timer for every peer
-/// at every size, plus what the empty queue holds.
-fn memory_table(sizes: &[usize]) {
-    fn row<Q: TimerQueue>(make: fn() -> Q, sizes: &[usize]) {
-        let mut empty = 0;
-        let mut cells = String::new();
-        for &n in sizes {
-            let (fixed, per_timer) = memory(make, n);
-            empty = fixed;
-            cells.push_str(&format!(" {per_timer:.1} |"));
-        }
-        println!("| {} | {empty} |{cells}", Q::NAME);
-    }
-    let header: String = sizes.iter().map(|n| format!(" n = {n} |")).collect();
-    let rule = " ---: |".repeat(sizes.len());
-    println!("\nheap bytes per pending timer: (live bytes with n timers − empty queue) / n");
-    println!("| peer | empty queue (inline + heap), bytes |{header}");
-    println!("| --- | ---: |{rule}");
-    row(WheelTimers::new, sizes);
-    row(delay_queue, sizes);
-    row(LazyHeap::new, sizes);
-    row(IndexedHeap::new, sizes);
-    row(BTreeTimers::new, sizes);
-    println!();
 }
 
 /// What one `advance` by a tick with nothing due costs the DelayQueue peer:

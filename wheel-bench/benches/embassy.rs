@@ -74,6 +74,9 @@ use std::time::{Duration, Instant};
 use criterion::measurement::WallTime;
 use criterion::{Bencher, BenchmarkGroup, BenchmarkId, Criterion};
 use embassy_time_queue_utils::queue_generic::ConstGenericQueue;
+use tabled::builder::Builder;
+use tabled::settings::object::Columns;
+use tabled::settings::{Alignment, Style};
 use wheel_core::WakerQueue;
 
 // The queues' shared calls, which ci/qemu-tests' count includes too.
@@ -475,9 +478,15 @@ fn median(mut values: Vec<f64>) -> f64 {
 }
 
 /// `--alternate`: the two queues' samples taken in turn, so that the
-/// machine's moods fall on both; prints the medians and the spread of the
-/// per-sample ratios.
-fn alternate(name: &str, n: usize, mut ours: impl Shape, mut theirs: impl Shape) {
+/// machine's moods fall on both; adds a row of the medians and the spread
+/// of the per-sample ratios to `table`.
+fn alternate(
+    table: &mut Builder,
+    name: &str,
+    n: usize,
+    mut ours: impl Shape,
+    mut theirs: impl Shape,
+) {
     // As many batches of each as the slower takes `ALTERNATE_SAMPLE` to run.
     let slower = sample(&mut ours, 100).max(sample(&mut theirs, 100));
     let calls = ALTERNATE_SAMPLE.as_nanos() as f64 / slower.max(1.0);
@@ -491,14 +500,16 @@ fn alternate(name: &str, n: usize, mut ours: impl Shape, mut theirs: impl Shape)
         ratios.push(w / e);
     }
     ratios.sort_by(f64::total_cmp);
-    println!(
-        "{name:<9}{n:>4}  {:>9.1}  {:>9.1}  {:>7.2}  {:.2}-{:.2}",
-        median(wheel),
-        median(embassy),
-        ratios[ratios.len() / 2],
-        ratios[1],
-        ratios[ratios.len() - 2],
-    );
+    table.push_record([
+        name.to_string(),
+        n.to_string(),
+        format!("{:.1}", median(wheel)),
+        format!("{:.1}", median(embassy)),
+        format!("{:.2}", ratios[ratios.len() / 2]),
+        format!("{:.2}-{:.2}", ratios[1], ratios[ratios.len() - 2]),
+    ]);
+    // Each row as it is measured, since a whole run takes minutes.
+    eprintln!("{name} {n}: done");
 }
 
 /// Both queues in one criterion group, as `wheel-core/n` and `embassy/n`.
@@ -539,9 +550,8 @@ macro_rules! shapes {
 
 fn main() {
     if std::env::args().any(|arg| arg == "--alternate") {
-        println!(
-            "shape       n  wheel-core  embassy  ratio  (ns a call; ratio's 2nd lowest-highest of {ALTERNATE_SAMPLES})"
-        );
+        let mut table = Builder::new();
+        table.push_record(["shape", "n", "wheel-core", "embassy", "ratio", "spread"]);
         // Shape names after `--alternate` pick those shapes; none, all.
         let picked: Vec<String> = std::env::args()
             .skip_while(|arg| arg != "--alternate")
@@ -563,11 +573,17 @@ fn main() {
         macro_rules! alternated {
             ($name:literal, $shape:ident) => {
                 if runs($name) {
-                    sizes!(alternate(), $name, $shape);
+                    sizes!(alternate(&mut table), $name, $shape);
                 }
             };
         }
         shapes!(alternated);
+        let mut table = table.build();
+        table
+            .with(Style::blank())
+            .modify(Columns::new(1..), Alignment::right());
+        println!("{table}");
+        println!("(ns a call; spread: the ratio's 2nd lowest-highest of {ALTERNATE_SAMPLES})");
         return;
     }
     let mut criterion = Criterion::default().configure_from_args();
