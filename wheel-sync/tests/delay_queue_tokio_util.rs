@@ -7,7 +7,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::task::{Context, Poll, Waker};
 
-use wheel_sync::delay_queue::Expired;
+use wheel_sync::delay_queue::{Expired, Key};
 use wheel_sync::{DelayQueue, TimerService};
 
 mod common;
@@ -211,6 +211,20 @@ fn clear_wakes_the_waiting_task() {
 
 #[test]
 fn removing_the_earliest_item_wakes_the_task_to_wait_for_the_next() {
+    earliest_taken_out_wakes_the_task(|queue, key| queue.remove(key).into_inner());
+}
+
+#[test]
+fn try_removing_the_earliest_item_wakes_the_task_to_wait_for_the_next() {
+    earliest_taken_out_wakes_the_task(|queue, key| {
+        queue.try_remove(key).map(Expired::into_inner).unwrap()
+    });
+}
+
+/// `take` takes the waiting queue's earliest item out before its deadline.
+fn earliest_taken_out_wakes_the_task(
+    take: fn(&mut DelayQueue<&'static str>, &Key) -> &'static str,
+) {
     let timers = manual();
     let mut queue = DelayQueue::with_service(&timers);
     let (wakes, waker) = counting_waker();
@@ -220,10 +234,10 @@ fn removing_the_earliest_item_wakes_the_task_to_wait_for_the_next() {
 
     // A later item going changes nothing the task waits for.
     let later = queue.insert("later", ms(200));
-    queue.remove(&later);
+    assert_eq!(take(&mut queue, &later), "later");
     assert_eq!(wakes.count(), 0);
 
-    queue.remove(&early);
+    assert_eq!(take(&mut queue, &early), "early");
     assert_eq!(wakes.count(), 1);
     assert!(poll(&mut queue, &waker).is_pending());
     // The wait is now for `late` alone: the old deadline fires nothing.
@@ -233,28 +247,6 @@ fn removing_the_earliest_item_wakes_the_task_to_wait_for_the_next() {
     assert_eq!(wakes.count(), 2);
     assert_eq!(ready(&mut queue), "late");
     assert!(queue.try_remove(&late).is_none());
-}
-
-#[test]
-fn try_removing_the_earliest_item_wakes_the_task_to_wait_for_the_next() {
-    let timers = manual();
-    let mut queue = DelayQueue::with_service(&timers);
-    let (wakes, waker) = counting_waker();
-    let early = queue.insert("early", ms(10));
-    queue.insert("late", ms(100));
-    assert!(poll(&mut queue, &waker).is_pending());
-
-    assert_eq!(
-        queue.try_remove(&early).map(Expired::into_inner),
-        Some("early")
-    );
-    assert_eq!(wakes.count(), 1);
-    assert!(poll(&mut queue, &waker).is_pending());
-    timers.advance(ms(10)).unwrap();
-    assert_eq!(wakes.count(), 1);
-    timers.advance(ms(90)).unwrap();
-    assert_eq!(wakes.count(), 2);
-    assert_eq!(ready(&mut queue), "late");
 }
 
 #[test]
