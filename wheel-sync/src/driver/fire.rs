@@ -125,9 +125,9 @@ impl Driver {
     /// Advances the entries' wheel to `tick`, firing what is due until the
     /// round's budget is spent.
     ///
-    /// Due timers come out of the wheel a round's batch at a time, then each
-    /// one's state word is read in a tight pass, so that the cache misses
-    /// on a batch's entries (each a separate allocation, untouched since it
+    /// The due timers, up to what is left of the round's batch, come out of
+    /// the wheel first; then each one's state word is read in a tight pass,
+    /// so that the cache misses on a batch's entries (each a separate allocation, untouched since it
     /// was filed) overlap; fired one at a time, each miss would wait behind
     /// the previous timer's compare-exchange. Each is still claimed just
     /// before it fires, so a callback earlier in the batch can cancel it.
@@ -137,35 +137,29 @@ impl Driver {
             wakers: &mut self.wakers,
             executor: self.executor.as_ref(),
         };
-        let mut advance = self.entries.advance(tick);
-        while count.taken < BATCH {
-            let take = BATCH - count.taken;
-            self.batch.extend(
-                (advance.by_ref().take(take)).map(|expired| (expired.value, expired.deadline, 0)),
+        let budget = BATCH - count.taken;
+        let due = self.entries.advance(tick).take(budget);
+        self.batch
+            .extend(due.map(|expired| (expired.value, expired.deadline, 0)));
+        count.taken += self.batch.len();
+        for (entry, _, word) in &mut self.batch {
+            *word = entry.word_relaxed();
+        }
+        for (entry, deadline, word) in self.batch.drain(..) {
+            entry.set_wheel_index(INDEX_OUT);
+            if !entry.try_fire(word, deadline) {
+                // Cancelled after it was filed (its message, when taken,
+                // finds it out of the wheel), or moved to another tick
+                // (its message files it again).
+                continue;
+            }
+            shared.release(self.spot, 1);
+            count.fired(
+                shared.clock.ns_past(started, deadline),
+                &shared.stats.lateness,
             );
-            if self.batch.is_empty() {
-                break;
-            }
-            count.taken += self.batch.len();
-            for (entry, _, word) in &mut self.batch {
-                *word = entry.word_relaxed();
-            }
-            for (entry, deadline, word) in self.batch.drain(..) {
-                entry.set_wheel_index(INDEX_OUT);
-                if !entry.try_fire(word, deadline) {
-                    // Cancelled after it was filed (its message, when taken,
-                    // finds it out of the wheel), or moved to another tick
-                    // (its message files it again).
-                    continue;
-                }
-                shared.release(self.spot, 1);
-                count.fired(
-                    shared.clock.ns_past(started, deadline),
-                    &shared.stats.lateness,
-                );
-                // SAFETY: `try_fire` won this arming's move to `FIRED`.
-                count.panicked += u64::from(!unsafe { entry.fire(&mut firing) });
-            }
+            // SAFETY: `try_fire` won this arming's move to `FIRED`.
+            count.panicked += u64::from(!unsafe { entry.fire(&mut firing) });
         }
     }
 
