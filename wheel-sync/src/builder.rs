@@ -207,8 +207,13 @@ impl Builder {
             Shared::new(Clock::new(self.tick, self.manual_clock), self.max_pending);
         let executor = (self.executor).map(|run| Executor::new(run, shared.counts.clone()));
         let shared = Arc::new(shared);
-        let driver = Driver::new(Arc::clone(&shared), consumer, executor);
-        let join = thread::spawn_named(self.thread_name, move || driver.run())?;
+        let for_driver = Arc::clone(&shared);
+        let now = shared.clock.now_tick();
+        // Built on its own thread: the wheel's tables (about 11 KiB) are
+        // first written there, and never cross the caller's stack.
+        let join = thread::spawn_named(self.thread_name, move || {
+            Driver::new(for_driver, consumer, executor, now).run()
+        })?;
         shared.set_driver(join);
         Ok(TimerService::owning(&shared))
     }

@@ -66,12 +66,15 @@ impl fmt::Debug for Driver {
 }
 
 impl Driver {
+    /// A driver whose wheels start at tick `now`: the service's time when
+    /// it was built, so that timers scheduled before the driver thread
+    /// starts are filed by deadline, not all as already due.
     pub(crate) fn new(
         shared: Arc<Shared>,
         consumer: Consumer<Message>,
         executor: Option<Executor>,
+        now: u64,
     ) -> Self {
-        let now = shared.clock.now_tick();
         let mut entries = Box::new(Wheel::starting_at(now));
         let mut jobs = BucketWheel::starting_at(now);
         // Made now, the staging areas and the first storage are the build's

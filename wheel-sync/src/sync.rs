@@ -53,11 +53,24 @@ pub(crate) mod thread {
     use loom::thread::Builder;
 
     /// Spawns a named thread.
+    #[cfg(not(loom))]
     pub(crate) fn spawn_named<T: Send + 'static>(
         name: String,
         f: impl FnOnce() -> T + Send + 'static,
     ) -> std::io::Result<JoinHandle<T>> {
         Builder::new().name(name).spawn(f)
+    }
+
+    /// Spawns a named thread with a real thread's stack: loom's threads
+    /// get 32 KiB unless told otherwise, less than building the driver's
+    /// wheel may take in an unoptimised build.
+    #[cfg(loom)]
+    pub(crate) fn spawn_named<T: Send + 'static>(
+        name: String,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> std::io::Result<JoinHandle<T>> {
+        // In machine words.
+        Builder::new().name(name).stack_size(1 << 18).spawn(f)
     }
 }
 

@@ -38,7 +38,7 @@ fn a_producer_preempted_between_claim_and_write_neither_spins_the_driver_nor_hol
     let clock = Clock::new(Duration::from_millis(1), false);
     let (state, consumer) = Shared::new(clock, usize::MAX);
     let state = Arc::new(state);
-    let driver = Driver::new(Arc::clone(&state), consumer, None);
+    let driver = Driver::new(Arc::clone(&state), consumer, None, state.clock.now_tick());
     state.set_driver(std::thread::spawn(move || driver.run()));
     // A timer in the wheel, due 30 ms from now.
     let due = state.clock.tick_after(Duration::from_millis(30));
