@@ -52,25 +52,18 @@ pub(crate) mod thread {
     #[cfg(loom)]
     use loom::thread::Builder;
 
-    /// Spawns a named thread.
-    #[cfg(not(loom))]
+    /// Spawns a named thread; under loom, with a real thread's stack:
+    /// loom's threads get 32 KiB unless told otherwise, less than building
+    /// the driver's wheel may take in an unoptimised build.
     pub(crate) fn spawn_named<T: Send + 'static>(
         name: String,
         f: impl FnOnce() -> T + Send + 'static,
     ) -> std::io::Result<JoinHandle<T>> {
-        Builder::new().name(name).spawn(f)
-    }
-
-    /// Spawns a named thread with a real thread's stack: loom's threads
-    /// get 32 KiB unless told otherwise, less than building the driver's
-    /// wheel may take in an unoptimised build.
-    #[cfg(loom)]
-    pub(crate) fn spawn_named<T: Send + 'static>(
-        name: String,
-        f: impl FnOnce() -> T + Send + 'static,
-    ) -> std::io::Result<JoinHandle<T>> {
+        let builder = Builder::new().name(name);
         // In machine words.
-        Builder::new().name(name).stack_size(1 << 18).spawn(f)
+        #[cfg(loom)]
+        let builder = builder.stack_size(1 << 18);
+        builder.spawn(f)
     }
 }
 
