@@ -11,7 +11,7 @@
 //! asked to hand its histogram over.
 
 use std::cell::{RefCell, UnsafeCell};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
@@ -56,7 +56,6 @@ pub struct Recorder {
     counted: AtomicU64,
     early: AtomicU64,
     wall_ns: AtomicU64,
-    done: AtomicBool,
     per_slot: Box<[AtomicU32]>,
     /// Every firing thread's histogram, registered at its first fire.
     lanes: Mutex<Vec<Arc<Lane>>>,
@@ -90,7 +89,6 @@ impl Recorder {
             counted: AtomicU64::new(0),
             early: AtomicU64::new(0),
             wall_ns: AtomicU64::new(0),
-            done: AtomicBool::new(false),
             per_slot: (0..slots).map(|_| AtomicU32::new(0)).collect(),
             lanes: Mutex::new(Vec::new()),
             waiter: thread::current(),
@@ -137,7 +135,6 @@ impl Recorder {
         // the last to fire.
         self.wall_ns.fetch_max(now_ns, Ordering::Relaxed);
         if self.counted.fetch_add(1, Ordering::AcqRel) + 1 == self.total {
-            self.done.store(true, Ordering::Release);
             self.waiter.unpark();
         }
     }
@@ -153,7 +150,9 @@ impl Recorder {
 
     /// Whether every timer has fired.
     pub fn is_done(&self) -> bool {
-        self.done.load(Ordering::Acquire)
+        // Acquire: reads from the last count, whose release sequence holds
+        // every fire's.
+        self.counted.load(Ordering::Acquire) == self.total
     }
 
     /// Blocks the thread that created the recorder until every timer has
