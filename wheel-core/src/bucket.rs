@@ -41,6 +41,7 @@ mod cascade;
 mod chunks;
 mod iter;
 mod peek;
+mod retain;
 mod validate;
 
 use chunks::{Bucket, Spare, MAX_GROWTH};

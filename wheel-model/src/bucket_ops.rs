@@ -1,15 +1,18 @@
 //! Random operations on a [`BucketWheel`], checked one by one against a
 //! `BTreeSet` model, with the same ops as [`wheel_ops`](crate::wheel_ops).
 //!
-//! A `BucketWheel` has no ids, so the ops that name a timer (`Cancel`,
-//! `Reschedule`, `Query`, `Touch`, `Audit`) check only that the wheel agrees
-//! with the model on what is pending, by count, and on when it is due next.
+//! A `BucketWheel` has no ids, so `Cancel` becomes a
+//! [`retain`](BucketWheel::retain) dropping every value that is a multiple
+//! of a number the op picks, and the other ops that name a timer
+//! (`Reschedule`, `Query`, `Touch`, `Audit`) check only that the wheel
+//! agrees with the model on what is pending, by count, and on when it is
+//! due next.
 
 use std::collections::BTreeSet;
 
 use wheel_core::BucketWheel;
 
-use crate::wheel_ops::{check_next_expiration, Drives, Empty, Op, Order, MAX_BURST};
+use crate::wheel_ops::{check_next_expiration, Drives, Empty, Op, Order, Pick, MAX_BURST};
 
 /// `BucketWheel`'s geometry, which `When` and `Step` resolve against.
 const BITS: u32 = 6;
@@ -79,7 +82,8 @@ impl Runner<'_> {
                     self.insert(first.saturating_add(i * u64::from(spread)));
                 }
             }
-            Op::Cancel(_) | Op::Reschedule(..) | Op::Query(_) | Op::Touch(_) | Op::Audit => {}
+            Op::Cancel(Pick::Live(n) | Pick::Any(n)) => self.retain(u64::from(n % 5) + 2, step),
+            Op::Reschedule(..) | Op::Query(_) | Op::Touch(_) | Op::Audit => {}
             Op::Advance(to) => {
                 let target = to.resolve(now, BITS, LEVELS, self.earliest());
                 self.advance(target, usize::MAX, step);
@@ -114,6 +118,18 @@ impl Runner<'_> {
         self.next_value += 1;
         self.wheel.insert(deadline, self.next_value);
         self.pending.insert((deadline, self.next_value));
+    }
+
+    /// Drops every timer whose value is a multiple of `m`, from both.
+    fn retain(&mut self, m: u64, step: usize) {
+        let dropped = self.wheel.retain(|_, &value| value % m != 0);
+        let before = self.pending.len();
+        self.pending.retain(|&(_, value)| value % m != 0);
+        assert_eq!(
+            dropped,
+            before - self.pending.len(),
+            "op {step}: retain dropped {dropped} timers"
+        );
     }
 
     /// Takes out a timer the wheel yielded, which must be pending.
