@@ -11,10 +11,10 @@ use core::task::Waker;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Instant;
 
-use wheel_core::{BucketWheel, Wheel};
+use wheel_core::BucketWheel;
 
 use crate::caught::{drop_payload, take_uncounted};
-use crate::entry::{EntryRef, INDEX_OUT};
+use crate::entry::EntryRef;
 use crate::executor::Executor;
 use crate::job::Job;
 use crate::queue::Consumer;
@@ -26,9 +26,6 @@ mod fire;
 /// How long a shutting-down driver waits for an admitted timer's message
 /// while none arrives (a producer descheduled that long, or a bug).
 const SHUTDOWN_PATIENCE: core::time::Duration = core::time::Duration::from_secs(10);
-/// The driver gives its wheel's storage back once it is this many times
-/// what the pending timers need.
-const SHRINK_WHEN: usize = 4;
 /// Cascading ahead stops this close to the next expiration.
 const AHEAD_MARGIN: core::time::Duration = core::time::Duration::from_micros(200);
 
@@ -36,9 +33,13 @@ const AHEAD_MARGIN: core::time::Duration = core::time::Duration::from_micros(200
 pub(crate) struct Driver {
     shared: Arc<Shared>,
     consumer: Consumer<Message>,
-    /// Timers with entries: cancellable, filed by pointer. Boxed: its level
-    /// tables are about 11 KiB, too much for small stacks (loom's).
-    entries: Box<Wheel<EntryRef>>,
+    /// Timers with entries, filed by pointer: a copy for each pending word
+    /// the driver filed, of which only the newest can fire.
+    entries: BucketWheel<EntryRef>,
+    /// Copies in `entries` that can fire no more, as counted by filing and
+    /// firing: an estimate (a copy whose message is on its way is counted
+    /// out before it is counted in), made exact by `drop_dead`.
+    dead: usize,
     /// Detached callbacks, by value, in a wheel for timers that are never
     /// cancelled (no ids, no links).
     jobs: BucketWheel<Job>,
@@ -50,8 +51,6 @@ pub(crate) struct Driver {
     /// Where due callbacks run, if not here; the user's, so dropped as the
     /// driver ends, whoever still holds the service.
     executor: Option<Executor>,
-    /// The entries' wheel's capacity and length when it was last shrunk.
-    shrunk: (usize, usize),
     /// The driver thread's spot, where it counts out what it fires.
     spot: usize,
 }
@@ -75,11 +74,10 @@ impl Driver {
         executor: Option<Executor>,
         now: u64,
     ) -> Self {
-        let mut entries = Box::new(Wheel::starting_at(now));
+        let mut entries = BucketWheel::starting_at(now);
         let mut jobs = BucketWheel::starting_at(now);
         // Made now, the staging areas and the first storage are the build's
         // allocations, not ones in the middle of a steady load.
-        entries.reserve(BATCH);
         entries.cascade_ahead(0);
         jobs.cascade_ahead(0);
         Self {
@@ -87,10 +85,10 @@ impl Driver {
             consumer,
             entries,
             jobs,
+            dead: 0,
             wakers: Vec::new(),
             batch: Vec::with_capacity(BATCH),
             executor,
-            shrunk: (0, 0),
             spot: 0,
         }
     }
@@ -141,6 +139,7 @@ impl Driver {
             .manual_ns()
             .map(|_| self.shared.clock.now());
         let filed = self.file_messages(BATCH) + self.sweep();
+        self.drop_dead();
         DriverStats::bump(&self.shared.stats.rounds, 1);
         DriverStats::raise(&self.shared.stats.max_filed, filed as u64);
         // A producer that claimed a place in the queue and has not written
@@ -156,7 +155,8 @@ impl Driver {
                 if !self.fire_due(now) {
                     return woken;
                 }
-                self.shared.publish_next(advances, || self.earliest());
+                let shared = Arc::clone(&self.shared);
+                shared.publish_next(advances, || self.earliest());
                 self.shared.serve(advances);
             }
             None => {
@@ -167,7 +167,6 @@ impl Driver {
             }
         }
         self.cascade_ahead();
-        self.give_memory_back();
         self.sleep(filed > 0 || woken)
     }
 
@@ -245,9 +244,14 @@ impl Driver {
     }
 
     /// The earliest deadline in the two wheels, exactly (not the start of
-    /// a higher level's slot, as [`Self::next_expiration`] may give).
-    fn earliest(&self) -> Option<u64> {
-        let entries = self.entries.peek().map(|(_, deadline)| deadline);
+    /// a higher level's slot, as [`Self::next_expiration`] may give, nor a
+    /// dead copy's).
+    fn earliest(&mut self) -> Option<u64> {
+        let first = self.entries.peek();
+        if first.is_some_and(|(deadline, entry)| !entry.is_pending_at(deadline)) {
+            self.keep_live();
+        }
+        let entries = self.entries.peek().map(|(deadline, _)| deadline);
         let jobs = self.jobs.peek().map(|(deadline, _)| deadline);
         match (entries, jobs) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -287,21 +291,6 @@ impl Driver {
         }
     }
 
-    /// Before a sleep: once a burst has drained, gives the entries' wheel's
-    /// storage back when it is [`SHRINK_WHEN`] times what the pending timers
-    /// need, unless it was tried at this size and the wheel has not since
-    /// halved (a try scans the storage's vacant tail).
-    fn give_memory_back(&mut self) {
-        let (capacity, len) = (self.entries.capacity(), self.entries.len());
-        if capacity <= SHRINK_WHEN * len.max(BATCH)
-            || (capacity == self.shrunk.0 && 2 * len > self.shrunk.1)
-        {
-            return;
-        }
-        self.entries.shrink_to_fit();
-        self.shrunk = (self.entries.capacity(), len);
-    }
-
     /// The driver's half of the shutdown (rule 3, admission): files what is
     /// queued and abandons every pending timer, until no admitted timer is
     /// left. Returns how many it abandoned.
@@ -334,9 +323,8 @@ impl Driver {
     fn abandon_filed(&mut self) -> usize {
         let shared = &*self.shared;
         let (mut unfired, mut panicked) = (0, 0);
-        for expired in self.entries.drain() {
-            let entry = expired.value;
-            entry.set_wheel_index(INDEX_OUT);
+        self.dead = 0;
+        for (_, entry) in self.entries.drain() {
             if entry.abandon() {
                 unfired += 1;
                 shared.release(self.spot, 1);

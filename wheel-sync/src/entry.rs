@@ -20,15 +20,16 @@
 //!   message back clears it too. So each entry has at most one message on
 //!   its way, and a cancel that lands while the schedule is still on its way
 //!   costs no second message.
-//! - `wheel_index` is touched by the driver thread alone: where the timer is in the
-//!   driver's wheel. Producers never read it; it is atomic only so that the
-//!   entry is `Sync` without `unsafe`.
+//! - `filed` is touched by the driver thread alone: whether the newest copy
+//!   of the entry in its wheel can fire (see `shared`, rule 4). Producers
+//!   never read it; it is atomic only so that the entry is `Sync` without
+//!   `unsafe`.
 
 use core::marker::PhantomData;
 use core::ptr::NonNull;
 
 use crate::action::{Action, Firing, Wake};
-use crate::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+use crate::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 pub(crate) const PENDING: u64 = 0;
 pub(crate) const FIRED: u64 = 1;
@@ -40,10 +41,6 @@ const QUEUED: u64 = 0b100;
 const TICK_SHIFT: u32 = 3;
 /// The latest tick a word can hold.
 pub(crate) const MAX_TICK: u64 = u64::MAX >> TICK_SHIFT;
-
-/// `wheel_index` while the timer is not in the driver's wheel. Wheel
-/// indexes stay below it (see [`wheel_core::TimerId::index`]).
-pub(crate) const INDEX_OUT: u32 = u32::MAX;
 
 /// The operations on an entry whose action type has been erased: one table
 /// per action type, pointed at by every entry of that type.
@@ -63,10 +60,11 @@ pub(crate) struct Entry {
     /// References: the owner's, a queued message's, the wheel's. Never more
     /// than a few, so 32 bits are plenty.
     refs: AtomicU32,
-    /// Driver-only: `INDEX_OUT` or the timer's wheel index.
+    /// Driver-only: whether the newest copy of this entry in the driver's
+    /// wheel is live, that is, the last word the driver filed was pending.
     /// Producers never read it; it is atomic only so that the entry is
     /// `Sync` without `unsafe`.
-    wheel_index: AtomicU32,
+    filed: AtomicBool,
     vtable: &'static VTable,
 }
 
@@ -146,7 +144,7 @@ impl<A: Action> EntryRef<A> {
             entry: Entry {
                 word: AtomicU64::new(queued_pending(tick)),
                 refs: AtomicU32::new(2),
-                wheel_index: AtomicU32::new(INDEX_OUT),
+                filed: AtomicBool::new(false),
                 vtable: Timer::<A>::VTABLE,
             },
             action,
@@ -382,16 +380,28 @@ impl Entry {
         self.word.fetch_and(!QUEUED, Ordering::AcqRel)
     }
 
-    /// Driver-only: where the timer is in the wheel.
+    /// Whether a copy filed at `tick` can still fire: the word, as the
+    /// driver last saw it or later, is pending at `tick`.
     #[inline]
-    pub(crate) fn wheel_index(&self) -> u32 {
-        self.wheel_index.load(Ordering::Relaxed)
+    pub(crate) fn is_pending_at(&self, tick: u64) -> bool {
+        let word = self.word_relaxed();
+        state_of(word) == PENDING && tick_of(word) == tick
     }
 
-    /// Driver-only.
+    /// Driver-only: records whether its newest copy is live, and returns
+    /// whether the one before was (a plain load and store: no other thread
+    /// touches it).
     #[inline]
-    pub(crate) fn set_wheel_index(&self, index: u32) {
-        self.wheel_index.store(index, Ordering::Relaxed);
+    pub(crate) fn set_filed(&self, live: bool) -> bool {
+        let was = self.filed.load(Ordering::Relaxed);
+        self.filed.store(live, Ordering::Relaxed);
+        was
+    }
+
+    /// Driver-only: whether its newest copy is live.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn is_filed(&self) -> bool {
+        self.filed.load(Ordering::Relaxed)
     }
 }
 

@@ -45,18 +45,23 @@
 //!      by any message (`ANY`), and sleeps only with `ANY` in its word while
 //!      places are claimed; every push, whatever it is for, ends with this
 //!      fence and look. A cancel itself needs no wake-up: the cancelled
-//!      timer is still in the wheel, so the driver's plan is no later than
-//!      its deadline.
+//!      timer's copy is still in the wheel, so the driver's plan is no
+//!      later than its deadline.
 //!
 //!    Without a `max_pending` limit, each thread counts its timers in and
 //!    out on its spot, so threads never contend on one count; `pending` is
 //!    the spots' sum. With a limit, one shared count enforces it exactly.
 //! 4. **The driver owns the wheels.** Only the driver thread touches them
-//!    and an entry's wheel index. A round files at most [`BATCH`]
-//!    messages, fires at most `BATCH` due timers in deadline order, and
-//!    then wakes the fired sleeps' tasks. While timers are pending it
-//!    sleeps at most [`RECLAIM_EVERY`], so a cancelled timer's memory goes
-//!    back within that long without its canceller waking anyone.
+//!    and an entry's `filed` flag. Filing a pending word files a copy of
+//!    the entry at its tick; a copy fires only if the word is still pending
+//!    at the copy's tick when it comes due (rule 1's compare-exchange), so
+//!    a cancel or a move leaves the old copy where it is, dead. The driver
+//!    counts the dead copies and drops them all once they outnumber the
+//!    live ones. A round files at most [`BATCH`] messages, fires at most
+//!    `BATCH` due timers in deadline order, and then wakes the fired
+//!    sleeps' tasks. While timers are pending it sleeps at most
+//!    [`RECLAIM_EVERY`], so a cancelled timer's closure or waker goes back
+//!    within that long without its canceller waking anyone.
 //! 5. **User code** (callbacks, wakers, the drops of closures and wakers)
 //!    runs outside every lock, never inside other user code, and its panics
 //!    are caught and counted in one place ([`Shared::count_panics`]).

@@ -185,6 +185,24 @@ fn advance_to_next_moves_exactly_to_the_next_deadline_and_fires_only_it() {
     assert_eq!(timers.advance_to_next(), Ok(None), "nothing left");
 }
 
+/// A timer cancelled once the driver has filed it is not a deadline to
+/// move to, even while the wheel still holds it (a cancel leaves it in
+/// place until it is due or the wheel drops what can fire no more).
+#[test]
+fn advance_to_next_passes_over_a_timer_cancelled_after_it_was_filed() {
+    let timers = manual();
+    let cancelled = timers.schedule(ms(1), || ()).unwrap();
+    let five = timers.schedule(ms(5), || ()).unwrap();
+    let six = timers.schedule(ms(6), || ()).unwrap();
+    timers.advance(Duration::ZERO).unwrap(); // all three filed
+    assert!(cancelled.cancel());
+    assert_eq!(timers.advance_to_next(), Ok(Some(ms(5))));
+    assert!(five.is_fired() && !six.is_fired());
+    assert_eq!(timers.advance_to_next(), Ok(Some(ms(1))));
+    assert!(six.is_fired());
+    assert_eq!(timers.advance_to_next(), Ok(None));
+}
+
 #[test]
 fn advance_to_next_never_moves_toward_a_deadline_that_never_comes() {
     let timers = manual();

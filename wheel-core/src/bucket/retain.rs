@@ -2,8 +2,6 @@
 //! how a wheel without ids lets its owner cancel lazily and still bound
 //! what it holds.
 
-use alloc::vec::Vec;
-
 use super::chunks::{Bucket, Spare};
 use super::{BucketWheel, Tables, LEVELS};
 
@@ -79,11 +77,15 @@ impl<T> BucketWheel<T> {
             chunk.retain(|(deadline, value)| keep(*deadline, value));
             kept += chunk.len();
         }
-        if bucket.chunks.iter().any(Vec::is_empty) {
-            let (full, empty): (Vec<_>, Vec<_>) =
-                bucket.chunks.drain(..).partition(|chunk| !chunk.is_empty());
-            bucket.chunks = full;
-            empty.into_iter().for_each(|chunk| spare.give(chunk));
+        // Chunks are in no order but for growth (their number), so an
+        // emptied one is swapped out in place, allocating nothing.
+        let mut i = 0;
+        while i < bucket.chunks.len() {
+            if bucket.chunks[i].is_empty() {
+                spare.give(bucket.chunks.swap_remove(i));
+            } else {
+                i += 1;
+            }
         }
         kept
     }
@@ -92,6 +94,7 @@ impl<T> BucketWheel<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloc::vec::Vec;
 
     #[test]
     fn retain_keeps_what_it_is_told_on_every_level_and_in_the_staged_slot() {

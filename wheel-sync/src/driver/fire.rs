@@ -6,7 +6,7 @@ use std::time::Instant;
 use super::Driver;
 use crate::action::Firing;
 use crate::caught::run_caught;
-use crate::entry::{self, EntryRef, INDEX_OUT, PENDING};
+use crate::entry::{self, EntryRef, PENDING};
 use crate::lateness::Histogram;
 use crate::shared::{DriverStats, Message, BATCH};
 use crate::sync::atomic::Ordering;
@@ -66,29 +66,34 @@ impl Driver {
         shared.spots.sweep(|entry| self.file(entry))
     }
 
-    /// Makes the wheel agree with the entry's state word (rule 2).
+    /// Makes the wheel agree with the entry's state word (rule 2): a
+    /// pending word gets a copy filed at its tick. A copy filed before can
+    /// fire no more, as the word has moved on; it stays where it is, is
+    /// skipped when it comes due, and is counted dead until then.
     fn file(&mut self, entry: EntryRef) {
         let word = entry.take_queued();
-        let index = entry.wheel_index();
-        // The driver keeps `wheel_index` right, so the index names this entry.
-        let in_wheel = (index < INDEX_OUT)
-            .then(|| self.entries.id_at(index))
-            .flatten();
-        if entry::state_of(word) == PENDING {
-            let tick = entry::tick_of(word);
-            if in_wheel.is_some_and(|id| self.entries.reschedule(id, tick)) {
-                return;
-            }
-            let id = self.entries.insert(tick, entry);
-            if let Some(entry) = self.entries.get(id) {
-                entry.set_wheel_index(id.index());
-            }
-            return;
+        let pending = entry::state_of(word) == PENDING;
+        if entry.set_filed(pending) {
+            self.dead += 1;
         }
-        if let Some(id) = in_wheel {
-            self.entries.cancel(id);
+        if pending {
+            self.entries.insert(entry::tick_of(word), entry);
         }
-        entry.set_wheel_index(INDEX_OUT);
+    }
+
+    /// Drops the wheel's dead copies once they outnumber the live ones, so
+    /// that what the wheel holds stays within twice what can fire.
+    pub(super) fn drop_dead(&mut self) {
+        if 2 * self.dead > self.entries.len() {
+            self.keep_live();
+        }
+    }
+
+    /// Drops every copy that can fire no more.
+    pub(super) fn keep_live(&mut self) {
+        self.entries
+            .retain(|deadline, entry| entry.is_pending_at(deadline));
+        self.dead = 0;
     }
 
     /// Fires the timers due at or before the tick of `started`, in deadline
@@ -140,19 +145,19 @@ impl Driver {
         let budget = BATCH - count.taken;
         let due = self.entries.advance(tick).take(budget);
         self.batch
-            .extend(due.map(|expired| (expired.value, expired.deadline, 0)));
+            .extend(due.map(|(deadline, entry)| (entry, deadline, 0)));
         count.taken += self.batch.len();
         for (entry, _, word) in &mut self.batch {
             *word = entry.word_relaxed();
         }
         for (entry, deadline, word) in self.batch.drain(..) {
-            entry.set_wheel_index(INDEX_OUT);
             if !entry.try_fire(word, deadline) {
-                // Cancelled after it was filed (its message, when taken,
-                // finds it out of the wheel), or moved to another tick
-                // (its message files it again).
+                // A dead copy, or one whose cancel or move is on its way
+                // (its message will count it dead: the count evens out).
+                self.dead = self.dead.saturating_sub(1);
                 continue;
             }
+            entry.set_filed(false);
             shared.release(self.spot, 1);
             count.fired(
                 shared.clock.ns_past(started, deadline),

@@ -45,7 +45,7 @@ fn a_producer_preempted_between_claim_and_write_neither_spins_the_driver_nor_hol
     let (entry, message) = EntryRef::new(due, Wake::new(std::task::Waker::noop()));
     state.admit(0, false).unwrap();
     state.submit(Message::Entry(message), due);
-    while entry.wheel_index() == crate::entry::INDEX_OUT {
+    while !entry.is_filed() {
         std::thread::yield_now();
     }
     // A producer claims a place and stops before writing it; a job queued
