@@ -36,10 +36,12 @@ pub(crate) struct Driver {
     /// Timers with entries, filed by pointer: a copy for each pending word
     /// the driver filed, of which only the newest can fire.
     entries: BucketWheel<EntryRef>,
-    /// Copies in `entries` that can fire no more, as counted by filing and
-    /// firing: an estimate (a copy whose message is on its way is counted
-    /// out before it is counted in), made exact by `drop_dead`.
+    /// Copies in `entries` that can fire no more, as counted by filing,
+    /// firing and the spots: an estimate (a copy may be counted out before
+    /// it is counted in), made exact by `drop_dead`.
     dead: usize,
+    /// The spots' sum of copies cancels left dead, when last read.
+    dead_seen: u64,
     /// Detached callbacks, by value, in a wheel for timers that are never
     /// cancelled (no ids, no links).
     jobs: BucketWheel<Job>,
@@ -86,6 +88,7 @@ impl Driver {
             entries,
             jobs,
             dead: 0,
+            dead_seen: 0,
             wakers: Vec::new(),
             batch: Vec::with_capacity(BATCH),
             executor,

@@ -18,8 +18,9 @@
 //!   if it was clear; the driver clears it when it takes the message and
 //!   acts on the word it cleared it in; a cancel that takes its parked
 //!   message back clears it too. So each entry has at most one message on
-//!   its way, and a cancel that lands while the schedule is still on its way
-//!   costs no second message.
+//!   its way. A cancel sends none: the driver's copy of a filed timer
+//!   simply fails to fire, and the canceller counts it dead (`shared`,
+//!   rule 4).
 //! - `filed` is touched by the driver thread alone: whether the newest copy
 //!   of the entry in its wheel can fire (see `shared`, rule 4). Producers
 //!   never read it; it is atomic only so that the entry is `Sync` without
@@ -46,7 +47,7 @@ pub(crate) const MAX_TICK: u64 = u64::MAX >> TICK_SHIFT;
 /// per action type, pointed at by every entry of that type.
 struct VTable {
     fire: unsafe fn(NonNull<Entry>, &mut Firing<'_>) -> bool,
-    cancel: unsafe fn(NonNull<Entry>) -> bool,
+    cancel: unsafe fn(NonNull<Entry>, bool) -> bool,
     abandon: unsafe fn(NonNull<Entry>) -> bool,
     free: unsafe fn(NonNull<Entry>),
 }
@@ -94,9 +95,9 @@ impl<A: Action> Timer<A> {
 
     /// # Safety
     /// As for [`fire`](Self::fire), with [`Action::cancel`]'s contract.
-    unsafe fn cancel(entry: NonNull<Entry>) -> bool {
+    unsafe fn cancel(entry: NonNull<Entry>, lingers: bool) -> bool {
         // SAFETY: as in `fire`.
-        unsafe { entry.cast::<Self>().as_ref().action.cancel() }
+        unsafe { entry.cast::<Self>().as_ref().action.cancel(lingers) }
     }
 
     /// # Safety
@@ -202,9 +203,9 @@ impl<A> EntryRef<A> {
     /// # Safety
     /// [`Action::cancel`]'s contract: the caller won the move to `CANCELLED`.
     #[inline]
-    pub(crate) unsafe fn cancel_action(&self) -> bool {
+    pub(crate) unsafe fn cancel_action(&self, lingers: bool) -> bool {
         // SAFETY: as in `fire`.
-        unsafe { (self.vtable.cancel)(self.ptr) }
+        unsafe { (self.vtable.cancel)(self.ptr, lingers) }
     }
 
     /// Runs the action's [`Action::abandon`].
@@ -323,12 +324,12 @@ impl Entry {
             .ok()
     }
 
-    /// A producer's `PENDING -> CANCELLED`. `None` if no longer pending;
-    /// else whether the caller must push the entry so the driver sees the
-    /// change (`false` when a message is already queued).
+    /// A producer's `PENDING -> CANCELLED`, which sends no message. `None`
+    /// if no longer pending; else whether the driver has filed the timer:
+    /// `QUEUED` was clear, so the driver took the last message, and the
+    /// word, pending since, was pending then (its copy is now dead).
     pub(crate) fn cancel(&self) -> Option<bool> {
-        let old =
-            self.update(|w| (state_of(w) == PENDING).then_some((w & !STATE) | CANCELLED | QUEUED))?;
+        let old = self.update(|w| (state_of(w) == PENDING).then_some((w & !STATE) | CANCELLED))?;
         Some(old & QUEUED == 0)
     }
 

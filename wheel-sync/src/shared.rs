@@ -22,7 +22,8 @@
 //!    driver takes every parked message each round, so a parked message is
 //!    as good as a queued one to every rule here; a cancel through the
 //!    timer's handle takes it back from the spot of the handle's lane, and
-//!    the driver never sees that timer (a request answered in time).
+//!    the driver never sees that timer (a request answered in time). A
+//!    cancel sends no message (rule 4).
 //! 3. **The driver's word** says what the driver is doing: `AWAKE`, asleep
 //!    until a tick, or `SHUT_DOWN` (for good). It is the other half of two
 //!    Dekker pairs, each side storing, fencing `SeqCst`, then loading:
@@ -44,9 +45,9 @@
 //!      holds up the messages behind it: the driver then asks to be woken
 //!      by any message (`ANY`), and sleeps only with `ANY` in its word while
 //!      places are claimed; every push, whatever it is for, ends with this
-//!      fence and look. A cancel itself needs no wake-up: the cancelled
-//!      timer's copy is still in the wheel, so the driver's plan is no
-//!      later than its deadline.
+//!      fence and look. A cancel pushes nothing and wakes no one: the
+//!      cancelled timer's copy is still in the wheel, so the driver's plan
+//!      is no later than its deadline.
 //!
 //!    Without a `max_pending` limit, each thread counts its timers in and
 //!    out on its spot, so threads never contend on one count; `pending` is
@@ -55,9 +56,11 @@
 //!    and an entry's `filed` flag. Filing a pending word files a copy of
 //!    the entry at its tick; a copy fires only if the word is still pending
 //!    at the copy's tick when it comes due (rule 1's compare-exchange), so
-//!    a cancel or a move leaves the old copy where it is, dead. The driver
-//!    counts the dead copies and drops them all once they outnumber the
-//!    live ones. A round files at most [`BATCH`] messages, fires at most
+//!    a cancel or a move leaves the old copy where it is, dead. A move's
+//!    message tells the driver; a cancel of a filed timer (`QUEUED` clear)
+//!    counts the copy dead on the canceller's spot instead, which the
+//!    driver sums each round. It drops the dead copies all at once when
+//!    they outnumber the live ones. A round files at most [`BATCH`] messages, fires at most
 //!    `BATCH` due timers in deadline order, and then wakes the fired
 //!    sleeps' tasks. While timers are pending it sleeps at most
 //!    [`RECLAIM_EVERY`], so a cancelled timer's closure or waker goes back
@@ -326,10 +329,10 @@ impl Shared {
     }
 
     /// Cancels `entry` if it is still pending, for its owner on spot
-    /// `spot`: takes its message back if it is parked there, else, unless
-    /// one is already on its way, sends one so the driver frees it; counts
-    /// it out; then drops what it holds of the user's. Returns whether it
-    /// was pending.
+    /// `spot`: takes its message back if it is parked there, or, if the
+    /// driver has filed it, counts its copy dead there (rule 4); counts it
+    /// out; then drops what it holds of the user's. Returns whether it was
+    /// pending. It sends nothing and wakes no one.
     ///
     /// The user's drop comes last: it may drop the service's last clone,
     /// whose shutdown must then find this timer sent and counted out.
@@ -339,15 +342,11 @@ impl Shared {
     /// leave `QUEUED` clear for the re-arm to send one; a handle's cancel
     /// and a sleep's drop are final, and skip that write.
     pub(crate) fn cancel<A>(&self, spot: usize, entry: &EntryRef<A>, rearmable: bool) -> bool {
-        let Some(must_push) = entry.cancel() else {
+        let Some(filed) = entry.cancel() else {
             return false;
         };
-        if must_push {
-            // No hurry (rule 3): the timer is in the wheel. But a driver
-            // asleep waiting for any message may wait for this one.
-            self.producer.push(Message::Entry(entry.erased()));
-            fence(Ordering::SeqCst);
-            self.wake_driver_if(|_| false);
+        if filed {
+            self.spots.count(spot, Count::Dead, 1);
         } else if self.spots.retract(spot, entry.as_ptr()) && rearmable {
             // No message is on its way now: a re-arm must send one.
             entry.take_queued();
@@ -355,7 +354,7 @@ impl Shared {
         self.spots.count(spot, Count::Cancelled, 1);
         self.uncount_limited(1);
         // SAFETY: `cancel` won the move to `CANCELLED`.
-        if !unsafe { entry.cancel_action() } {
+        if !unsafe { entry.cancel_action(filed && !rearmable) } {
             self.count_panics(1);
         }
         true

@@ -29,7 +29,9 @@
 //!   (fired, abandoned, refused after admission). They wrap, and a timer
 //!   may be counted in on one spot and out on another: only their sums
 //!   across the spots mean anything, and the live timers are the first
-//!   sum less the other two.
+//!   sum less the other two. `dead` counts something else: the copies in
+//!   the driver's wheel that its threads' cancels left dead, summed by the
+//!   driver each round.
 
 use core::ptr;
 
@@ -56,6 +58,7 @@ pub(crate) struct Spot {
     scheduled: AtomicU64,
     cancelled: AtomicU64,
     released: AtomicU64,
+    dead: AtomicU64,
 }
 
 impl Spot {
@@ -64,6 +67,7 @@ impl Spot {
             Count::Scheduled => &self.scheduled,
             Count::Cancelled => &self.cancelled,
             Count::Released => &self.released,
+            Count::Dead => &self.dead,
         }
     }
 }
@@ -77,6 +81,9 @@ pub(crate) enum Count {
     Cancelled,
     /// Timers counted out otherwise: fired, or abandoned at shutdown.
     Released,
+    /// Copies in the driver's wheel that cancels left dead (see `shared`,
+    /// rule 4); not a count of timers.
+    Dead,
 }
 
 /// A service's spots.

@@ -231,6 +231,29 @@ fn a_dropped_sleep_releases_its_waker_while_the_driver_has_nothing_to_do() {
     }
 }
 
+/// A waker holds its task's memory: a sleep the driver has filed, then
+/// dropped, lets go of it at once, on the dropping thread, though the
+/// driver's wheel keeps the sleep's dead copy until it is due or dropped
+/// with other dead ones (here the live sleeps outnumber it).
+#[test]
+fn a_filed_sleep_dropped_lets_go_of_its_waker_at_once() {
+    let timers = common::manual();
+    let live: Vec<_> = (0..10)
+        .map(|_| common::polled(Box::pin(timers.sleep(HOUR))))
+        .collect();
+    let task = Arc::new(CountingWaker::default());
+    let waker = Waker::from(Arc::clone(&task));
+    let mut sleep = timers.sleep(HOUR);
+    assert!(poll_once(&mut sleep, &waker).is_pending());
+    drop(waker);
+    timers.advance(Duration::ZERO).unwrap(); // filed
+    drop(sleep);
+    assert_eq!(Arc::strong_count(&task), 1, "the waker outlived the drop");
+    timers.advance(Duration::ZERO).unwrap();
+    assert_eq!(Arc::strong_count(&task), 1);
+    assert_eq!(timers.pending(), live.len());
+}
+
 #[test]
 fn futures_work_under_a_hand_rolled_executor() {
     let timers = TimerService::new();

@@ -210,27 +210,6 @@ fn a_message_behind_one_still_being_written_is_not_stranded() {
     });
 }
 
-/// The same, when the message being written is a cancel's (of a timer the
-/// driver has filed): a cancel wakes no driver for its own sake, but one
-/// asleep waiting for any message must be woken by it. Fails (the due timer
-/// behind it never fires) without the fence and look after a cancel's push.
-#[test]
-fn a_message_behind_a_cancel_still_being_written_is_not_stranded() {
-    model(|| {
-        let (timers, fired) = (TimerService::new(), counter());
-        let before = timers.stats().rounds;
-        let far = timers.schedule(HOUR, || ()).unwrap();
-        // Parked, and most often swept into the wheel by the round it wakes.
-        wait_until(|| timers.stats().rounds > before);
-        let canceller = thread::spawn(move || assert!(far.cancel()));
-        let _ = fires_though_racing_park(&timers, &fired, |t, f| {
-            t.schedule_detached_at(past(), f).unwrap()
-        });
-        canceller.join().unwrap();
-        timers.shutdown().unwrap();
-    });
-}
-
 #[test]
 fn sleep_wake_is_not_lost() {
     model(|| {
@@ -467,12 +446,12 @@ fn shutdown_racing_a_sleeps_registration_leaves_none_pending() {
 }
 
 /// A sleep reset to a passed deadline (its timer cancelled; if the driver
-/// had filed it, the cancel's message is on its way), then reset to a later
+/// had filed it, its copy is still in the wheel), then reset to a later
 /// one while a shutdown runs: refused, it is abandoned in one exchange, and
 /// counted out once. Fails (the shared count wraps and the shutdown waits
 /// for it forever) when the refused re-arm passes through `PENDING` before
-/// it abandons, where the driver, taking the cancel's message, can take the
-/// timer for a live one and count it out.
+/// it abandons, where the driver, abandoning what its wheel holds, can take
+/// the timer for a live one and count it out.
 #[test]
 fn a_sleep_reset_as_the_service_shuts_down_is_counted_out_once() {
     model(|| {

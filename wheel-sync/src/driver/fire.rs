@@ -9,6 +9,7 @@ use crate::caught::run_caught;
 use crate::entry::{self, EntryRef, PENDING};
 use crate::lateness::Histogram;
 use crate::shared::{DriverStats, Message, BATCH};
+use crate::spot::Count;
 use crate::sync::atomic::Ordering;
 use crate::sync::Arc;
 
@@ -60,10 +61,16 @@ impl Driver {
         filed
     }
 
-    /// Takes every parked message and files it; returns how many.
+    /// Takes every parked message and files it, and counts the copies
+    /// that cancels left dead since the last sweep; returns how many
+    /// messages it took.
     pub(super) fn sweep(&mut self) -> usize {
         let shared = Arc::clone(&self.shared);
-        shared.spots.sweep(|entry| self.file(entry))
+        let taken = shared.spots.sweep(|entry| self.file(entry));
+        let dead = shared.spots.total(Count::Dead);
+        self.dead += dead.wrapping_sub(self.dead_seen) as usize;
+        self.dead_seen = dead;
+        taken
     }
 
     /// Makes the wheel agree with the entry's state word (rule 2): a
@@ -152,8 +159,8 @@ impl Driver {
         }
         for (entry, deadline, word) in self.batch.drain(..) {
             if !entry.try_fire(word, deadline) {
-                // A dead copy, or one whose cancel or move is on its way
-                // (its message will count it dead: the count evens out).
+                // A dead copy, or one whose move is on its way (its message
+                // will count it dead: the count evens out).
                 self.dead = self.dead.saturating_sub(1);
                 continue;
             }
