@@ -42,12 +42,10 @@ pub(crate) trait Action: Send + Sync + 'static {
     unsafe fn fire(&self, firing: &mut Firing<'_>) -> bool;
     /// The timer was cancelled: drops what it holds of the user's (the
     /// closure and its captures, a task's waker) on the cancelling thread.
-    /// `lingers`: the cancel is final and the driver's wheel still holds
-    /// the entry (a dead copy), so the entry may outlive its owner there.
     ///
     /// # Safety
     /// As for [`fire`](Self::fire), for the move to `CANCELLED`.
-    unsafe fn cancel(&self, lingers: bool) -> bool;
+    unsafe fn cancel(&self) -> bool;
     /// The timer will never fire (shutdown): drops the closure, or wakes a
     /// waiting task so it can see that.
     ///
@@ -110,7 +108,7 @@ impl<F: FnOnce() + Send + 'static> Action for Callback<F> {
         }
     }
 
-    unsafe fn cancel(&self, _lingers: bool) -> bool {
+    unsafe fn cancel(&self) -> bool {
         // Released by the thread that cancels, at once: not later, on the
         // driver, where a panicking drop would have been the driver's.
         // SAFETY: as in `fire`.
@@ -156,6 +154,16 @@ impl Wake {
     fn take(&self) -> Option<Waker> {
         self.lock().take()
     }
+
+    /// Drops the stored waker now, as its `Sleep` is dropped while the
+    /// entry is still held elsewhere (a copy in the driver's wheel, a
+    /// message): the waker holds its task's memory. Its drop, user code,
+    /// runs outside the lock, its panic caught for the caller to count.
+    pub(crate) fn release(&self) {
+        if let Some(waker) = self.take() {
+            drop_uncounted(waker);
+        }
+    }
 }
 
 impl Drop for Wake {
@@ -176,13 +184,12 @@ impl Action for Wake {
         true
     }
 
-    unsafe fn cancel(&self, lingers: bool) -> bool {
-        // A waker holds its task's memory. One whose entry the wheel still
-        // holds goes now, not when its dead copy is dropped; otherwise it
-        // stays until the entry is freed, at once for a sleep the driver
-        // never saw (or with the `Sleep` itself, which may re-arm it),
-        // where `Drop` catches a drop that panics, and costs no lock.
-        !lingers || self.take().is_none_or(drop_caught)
+    unsafe fn cancel(&self) -> bool {
+        // The waker stays until the entry is freed, where `Drop` catches a
+        // drop that panics: taking it here would cost every cancelled
+        // sleep a lock. A `Sleep` dropped while its entry is held elsewhere
+        // releases it (`release`).
+        true
     }
 
     unsafe fn abandon(&self) -> bool {

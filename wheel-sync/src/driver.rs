@@ -34,7 +34,8 @@ pub(crate) struct Driver {
     shared: Arc<Shared>,
     consumer: Consumer<Message>,
     /// Timers with entries, filed by pointer: a copy for each pending word
-    /// the driver filed, of which only the newest can fire.
+    /// the driver filed; a copy fires only if the word is still pending at
+    /// its tick.
     entries: BucketWheel<EntryRef>,
     /// Copies in `entries` that can fire no more, as counted by filing,
     /// firing and the spots: an estimate (a copy may be counted out before

@@ -21,16 +21,17 @@
 //!   its way. A cancel sends none: the driver's copy of a filed timer
 //!   simply fails to fire, and the canceller counts it dead (`shared`,
 //!   rule 4).
-//! - `filed` is touched by the driver thread alone: whether the newest copy
-//!   of the entry in its wheel can fire (see `shared`, rule 4). Producers
-//!   never read it; it is atomic only so that the entry is `Sync` without
+//! - `marks` are touched by the driver thread alone: whether the newest
+//!   copy of the entry in its wheel was live when filed, and a mark for its
+//!   pass over the copies (see `shared`, rule 4). Producers never read
+//!   them; they are atomic only so that the entry is `Sync` without
 //!   `unsafe`.
 
 use core::marker::PhantomData;
 use core::ptr::NonNull;
 
 use crate::action::{Action, Firing, Wake};
-use crate::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
+use crate::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 pub(crate) const PENDING: u64 = 0;
 pub(crate) const FIRED: u64 = 1;
@@ -40,6 +41,10 @@ pub(crate) const ABANDONED: u64 = 3;
 const STATE: u64 = 0b011;
 const QUEUED: u64 = 0b100;
 const TICK_SHIFT: u32 = 3;
+/// An entry's mark: the last word the driver filed was pending.
+const FILED: u8 = 1;
+/// An entry's mark: the driver's pass over its copies has met one.
+const SEEN: u8 = 2;
 /// The latest tick a word can hold.
 pub(crate) const MAX_TICK: u64 = u64::MAX >> TICK_SHIFT;
 
@@ -47,7 +52,7 @@ pub(crate) const MAX_TICK: u64 = u64::MAX >> TICK_SHIFT;
 /// per action type, pointed at by every entry of that type.
 struct VTable {
     fire: unsafe fn(NonNull<Entry>, &mut Firing<'_>) -> bool,
-    cancel: unsafe fn(NonNull<Entry>, bool) -> bool,
+    cancel: unsafe fn(NonNull<Entry>) -> bool,
     abandon: unsafe fn(NonNull<Entry>) -> bool,
     free: unsafe fn(NonNull<Entry>),
 }
@@ -58,14 +63,15 @@ struct VTable {
 /// wheel or the queue, no weak count).
 pub(crate) struct Entry {
     word: AtomicU64,
-    /// References: the owner's, a queued message's, the wheel's. Never more
-    /// than a few, so 32 bits are plenty.
+    /// References: the owner's, a queued message's, the wheel's copies
+    /// (below twice the driver's live timers, see its `drop_dead`), so 32
+    /// bits are plenty: 2^32 copies would take 64 GiB.
     refs: AtomicU32,
-    /// Driver-only: whether the newest copy of this entry in the driver's
-    /// wheel is live, that is, the last word the driver filed was pending.
-    /// Producers never read it; it is atomic only so that the entry is
-    /// `Sync` without `unsafe`.
-    filed: AtomicBool,
+    /// Driver-only marks: `FILED` while the last word the driver filed was
+    /// pending (its newest copy was live then), `SEEN` during the driver's
+    /// pass over its copies. Producers never read it; it is atomic only so
+    /// that the entry is `Sync` without `unsafe`.
+    marks: AtomicU8,
     vtable: &'static VTable,
 }
 
@@ -95,9 +101,9 @@ impl<A: Action> Timer<A> {
 
     /// # Safety
     /// As for [`fire`](Self::fire), with [`Action::cancel`]'s contract.
-    unsafe fn cancel(entry: NonNull<Entry>, lingers: bool) -> bool {
+    unsafe fn cancel(entry: NonNull<Entry>) -> bool {
         // SAFETY: as in `fire`.
-        unsafe { entry.cast::<Self>().as_ref().action.cancel(lingers) }
+        unsafe { entry.cast::<Self>().as_ref().action.cancel() }
     }
 
     /// # Safety
@@ -145,7 +151,7 @@ impl<A: Action> EntryRef<A> {
             entry: Entry {
                 word: AtomicU64::new(queued_pending(tick)),
                 refs: AtomicU32::new(2),
-                filed: AtomicBool::new(false),
+                marks: AtomicU8::new(0),
                 vtable: Timer::<A>::VTABLE,
             },
             action,
@@ -203,9 +209,9 @@ impl<A> EntryRef<A> {
     /// # Safety
     /// [`Action::cancel`]'s contract: the caller won the move to `CANCELLED`.
     #[inline]
-    pub(crate) unsafe fn cancel_action(&self, lingers: bool) -> bool {
+    pub(crate) unsafe fn cancel_action(&self) -> bool {
         // SAFETY: as in `fire`.
-        unsafe { (self.vtable.cancel)(self.ptr, lingers) }
+        unsafe { (self.vtable.cancel)(self.ptr) }
     }
 
     /// Runs the action's [`Action::abandon`].
@@ -264,7 +270,8 @@ impl<A> Clone for EntryRef<A> {
     fn clone(&self) -> Self {
         // Relaxed, as `Arc::clone`: the new reference is made from a live
         // one, so the count cannot reach zero meanwhile. Overflow would need
-        // billions of live references; there are at most a few.
+        // billions of live references: the owner's, a message's, and the
+        // driver's copies, which it keeps below twice its live timers.
         self.refs.fetch_add(1, Ordering::Relaxed);
         Self {
             ptr: self.ptr,
@@ -353,8 +360,9 @@ impl Entry {
     /// A guess that says "not pending at `tick`" is trusted, which is sound
     /// for the driver: it filed the entry at `tick` after an RMW on the
     /// word (`take_queued`), so it cannot read a word older than that, and
-    /// the word leaves "pending at `tick`" only for good or by the owner's
-    /// re-arm, whose message re-files it.
+    /// once the word leaves "pending at `tick`" (fired, abandoned, cancelled
+    /// or moved), only the owner's re-arm brings it back, and a re-arm is
+    /// always filed again: it sends a message, or finds one on its way.
     #[inline]
     pub(crate) fn try_fire(&self, mut word: u64, tick: u64) -> bool {
         loop {
@@ -389,20 +397,40 @@ impl Entry {
         state_of(word) == PENDING && tick_of(word) == tick
     }
 
+    /// Whether a reference besides this one is live (a message, a copy in
+    /// the driver's wheel): a snapshot.
+    #[inline]
+    pub(crate) fn is_shared(&self) -> bool {
+        self.refs.load(Ordering::Relaxed) > 1
+    }
+
     /// Driver-only: records whether its newest copy is live, and returns
-    /// whether the one before was (a plain load and store: no other thread
-    /// touches it).
+    /// whether the one before was.
     #[inline]
     pub(crate) fn set_filed(&self, live: bool) -> bool {
-        let was = self.filed.load(Ordering::Relaxed);
-        self.filed.store(live, Ordering::Relaxed);
-        was
+        self.set_mark(FILED, live)
+    }
+
+    /// Driver-only: sets or clears the mark of its pass over the copies,
+    /// and returns what it was.
+    #[inline]
+    pub(crate) fn set_seen(&self, seen: bool) -> bool {
+        self.set_mark(SEEN, seen)
+    }
+
+    /// A plain load and store: no other thread touches the marks.
+    #[inline]
+    fn set_mark(&self, mark: u8, on: bool) -> bool {
+        let marks = self.marks.load(Ordering::Relaxed);
+        let new = if on { marks | mark } else { marks & !mark };
+        self.marks.store(new, Ordering::Relaxed);
+        marks & mark != 0
     }
 
     /// Driver-only: whether its newest copy is live.
     #[cfg(all(test, not(loom)))]
     pub(crate) fn is_filed(&self) -> bool {
-        self.filed.load(Ordering::Relaxed)
+        self.marks.load(Ordering::Relaxed) & FILED != 0
     }
 }
 

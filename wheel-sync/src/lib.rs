@@ -60,10 +60,14 @@
 //!   clock rounds down, so nothing fires early; under light load a timer
 //!   fires within about one tick of its deadline. After a stall, everything
 //!   that came due fires once, in deadline order.
-//! - **Cancel** is O(1) from any thread and never waits for the driver. The
-//!   driver frees a cancelled timer it holds within 100 ms (it never sleeps
-//!   longer while timers are pending) and before the cancelled deadline;
-//!   one taken back from its parking spot is freed at once.
+//! - **Cancel** is O(1) from any thread, never waits for the driver and
+//!   sends it nothing. The closure (or a dropped `Sleep`'s waker) is
+//!   dropped at once, on the cancelling thread. A timer taken back from its
+//!   parking spot is freed at once; one the driver has filed leaves a dead
+//!   copy (its entry's few words) in the driver's wheel until its deadline
+//!   or until the dead copies outnumber the live ones, when the driver
+//!   drops them all (it looks at least every 100 ms while timers are
+//!   pending).
 //!
 //! # The global service
 //!

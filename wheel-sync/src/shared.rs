@@ -354,7 +354,7 @@ impl Shared {
         self.spots.count(spot, Count::Cancelled, 1);
         self.uncount_limited(1);
         // SAFETY: `cancel` won the move to `CANCELLED`.
-        if !unsafe { entry.cancel_action(filed && !rearmable) } {
+        if !unsafe { entry.cancel_action() } {
             self.count_panics(1);
         }
         true

@@ -162,10 +162,12 @@ impl Sleep {
         let Some(entry) = &self.entry else {
             return; // its first poll makes the timer
         };
+        let tick = lane.shared.clock.tick_for(deadline);
         if self.passed {
             lane.shared.cancel(lane.spot, entry, true);
-        } else {
-            rearm(lane, entry, lane.shared.clock.tick_for(deadline));
+        } else if !entry.is_pending_at(tick) {
+            // (Already pending at that tick: nothing for the driver to do.)
+            rearm(lane, entry, tick);
         }
     }
 
@@ -279,6 +281,11 @@ impl Drop for Sleep {
         };
         let lane = &*self.lane;
         lane.shared.cancel(lane.spot, &entry, false);
+        // A copy in the driver's wheel, or a message, may hold the entry a
+        // while yet: the waker, which holds its task's memory, goes now.
+        if entry.is_shared() {
+            entry.action().release();
+        }
         drop(entry);
         // If that was the last reference, its waker went with it: a panic
         // of the waker's drop was caught there and is counted here.

@@ -78,7 +78,8 @@ pub struct Stats {
     /// The most submissions filed in one round. Bounded, whatever the
     /// backlog: a burst never holds off the timers that are due.
     pub max_filed_per_round: u64,
-    /// The most timers fired in one round. Bounded, however many are due
-    /// at once: the queue is never left unread for long.
+    /// The most timers one round took out of its wheels to fire (dead
+    /// copies of cancelled or moved timers included). Bounded, however many
+    /// are due at once: the queue is never left unread for long.
     pub max_fired_per_round: u64,
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::task::{Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
-use wheel_sync::TimerService;
+use wheel_sync::{Sleep, TimerService};
 
 mod common;
 use common::patiently::wait_until;
@@ -211,9 +211,9 @@ fn dropping_sleep_and_timeout_cancels_them() {
 #[test]
 fn a_dropped_sleep_releases_its_waker_while_the_driver_has_nothing_to_do() {
     // On a manual clock the driver has no reason to wake for an hour. A
-    // sleep it has filed, then dropped, leaves it a cancel message (which
-    // wakes nobody); the task the waker holds must not wait an hour to be
-    // released.
+    // sleep it has filed, then dropped, leaves a dead copy in its wheel
+    // and wakes nobody; the task the waker holds must not wait an hour to
+    // be released.
     for timers in [TimerService::new(), common::manual()] {
         let task = Arc::new(CountingWaker::default());
         let waker = Waker::from(Arc::clone(&task));
@@ -234,23 +234,37 @@ fn a_dropped_sleep_releases_its_waker_while_the_driver_has_nothing_to_do() {
 /// A waker holds its task's memory: a sleep the driver has filed, then
 /// dropped, lets go of it at once, on the dropping thread, though the
 /// driver's wheel keeps the sleep's dead copy until it is due or dropped
-/// with other dead ones (here the live sleeps outnumber it).
+/// with other dead ones (here the live sleeps outnumber it): dropped as it
+/// waits, after a move whose message the driver has not taken yet, or
+/// after a reset to a passed deadline.
 #[test]
 fn a_filed_sleep_dropped_lets_go_of_its_waker_at_once() {
     let timers = common::manual();
     let live: Vec<_> = (0..10)
         .map(|_| common::polled(Box::pin(timers.sleep(HOUR))))
         .collect();
-    let task = Arc::new(CountingWaker::default());
-    let waker = Waker::from(Arc::clone(&task));
-    let mut sleep = timers.sleep(HOUR);
-    assert!(poll_once(&mut sleep, &waker).is_pending());
-    drop(waker);
-    timers.advance(Duration::ZERO).unwrap(); // filed
-    drop(sleep);
-    assert_eq!(Arc::strong_count(&task), 1, "the waker outlived the drop");
-    timers.advance(Duration::ZERO).unwrap();
-    assert_eq!(Arc::strong_count(&task), 1);
+    let moves: [fn(&mut Sleep, &TimerService); 3] = [
+        |_, _| (),
+        |sleep, timers| sleep.reset(timers.now() + 2 * HOUR),
+        |sleep, timers| sleep.reset(timers.now()),
+    ];
+    for (i, step) in moves.into_iter().enumerate() {
+        let task = Arc::new(CountingWaker::default());
+        let waker = Waker::from(Arc::clone(&task));
+        let mut sleep = timers.sleep(HOUR);
+        assert!(poll_once(&mut sleep, &waker).is_pending());
+        drop(waker);
+        timers.advance(Duration::ZERO).unwrap(); // filed
+        step(&mut sleep, &timers);
+        drop(sleep);
+        assert_eq!(
+            Arc::strong_count(&task),
+            1,
+            "way {i}: the waker outlived the drop"
+        );
+        timers.advance(Duration::ZERO).unwrap();
+        assert_eq!(Arc::strong_count(&task), 1, "way {i}");
+    }
     assert_eq!(timers.pending(), live.len());
 }
 

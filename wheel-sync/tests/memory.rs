@@ -100,7 +100,7 @@ fn timers_cancelled_after_they_were_filed_are_not_held_until_their_deadline() {
                 assert!(handle.cancel());
             }
         }
-        timers.advance(Duration::ZERO).unwrap(); // the cancels filed
+        timers.advance(Duration::ZERO).unwrap(); // the dead copies counted
     };
     requests(2); // warm: the wheel's tables, the queue's blocks
     let before = LIVE.load(SeqCst);

@@ -26,11 +26,26 @@ impl<T> BucketWheel<T> {
     /// let fired: Vec<u64> = wheel.advance(10_000).map(|(_, v)| v).collect();
     /// assert_eq!(fired, [5, 5_000]);
     /// ```
+    ///
+    /// Should `keep` (or a value's drop) panic, the wheel stays whole: what
+    /// was dropped so far is gone, everything else is still pending.
     pub fn retain(&mut self, mut keep: impl FnMut(u64, &T) -> bool) -> usize {
         let before = self.len;
-        let mut kept = Self::retain_in(&mut self.tables, &mut self.spare, &mut keep);
+        let mut repair = Repair {
+            wheel: self,
+            armed: true,
+        };
+        repair.wheel.filter(&mut keep);
+        repair.armed = false;
+        before - repair.wheel.len
+    }
+
+    /// `retain`'s pass: drops what `keep` rejects, then makes the bits,
+    /// the staging and `len` agree with what is left.
+    fn filter(&mut self, keep: &mut impl FnMut(u64, &T) -> bool) {
+        let mut kept = Self::retain_in(&mut self.tables, &mut self.spare, keep);
         if let Some(staged) = self.stage.active_mut() {
-            kept += Self::retain_in(&mut staged.tables, &mut self.spare, &mut keep);
+            kept += Self::retain_in(&mut staged.tables, &mut self.spare, keep);
             let (level, slot) = (staged.level, staged.slot);
             if staged.is_empty() {
                 // Staging ends when its slot empties (see `stage`).
@@ -42,7 +57,6 @@ impl<T> BucketWheel<T> {
             }
         }
         self.len = kept;
-        before - kept
     }
 
     /// Retains in one set of tables; returns how many timers they keep.
@@ -91,8 +105,25 @@ impl<T> BucketWheel<T> {
     }
 }
 
+/// Runs a pass that keeps everything if `retain`'s own pass unwinds, so
+/// that no bucket is left with an empty chunk, no bit or count stale.
+struct Repair<'a, T> {
+    wheel: &'a mut BucketWheel<T>,
+    armed: bool,
+}
+
+impl<T> Drop for Repair<'_, T> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.wheel.filter(&mut |_, _| true);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    extern crate std;
+
     use super::*;
     use alloc::vec::Vec;
 
@@ -132,5 +163,27 @@ mod tests {
         wheel.validate();
         assert_eq!(wheel.next_expiration(), Some(98_304)); // the survivor's slot
         assert_eq!(wheel.advance(200_000).count(), 1);
+    }
+
+    #[test]
+    fn a_predicate_that_panics_leaves_the_wheel_whole() {
+        let mut wheel = BucketWheel::new();
+        for t in 0..3_000u64 {
+            wheel.insert(t * 7 % 20_000, t);
+        }
+        assert!(wheel.cascade_ahead(50) > 0);
+        let mut calls = 0;
+        let unwound = std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| {
+            wheel.retain(|_, _| {
+                calls += 1;
+                assert!(calls < 1_000, "the user's predicate panics");
+                false
+            })
+        }));
+        assert!(unwound.is_err());
+        wheel.validate();
+        let left = wheel.len();
+        assert!(left > 0 && left < 3_000, "{left}");
+        assert_eq!(wheel.advance(u64::MAX).count(), left);
     }
 }

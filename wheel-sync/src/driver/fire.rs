@@ -74,10 +74,11 @@ impl Driver {
     }
 
     /// Makes the wheel agree with the entry's state word (rule 2): a
-    /// pending word gets a copy filed at its tick. A copy filed before can
-    /// fire no more, as the word has moved on; it stays where it is, is
-    /// skipped when it comes due, and is counted dead until then.
-    fn file(&mut self, entry: EntryRef) {
+    /// pending word gets a copy filed at its tick. The copy filed before,
+    /// if any, is counted dead, as the word has moved on (a move back to its
+    /// tick makes two copies there, of which one fires and one is dead); it
+    /// stays where it is and is skipped when it comes due.
+    pub(super) fn file(&mut self, entry: EntryRef) {
         let word = entry.take_queued();
         let pending = entry::state_of(word) == PENDING;
         if entry.set_filed(pending) {
@@ -96,10 +97,17 @@ impl Driver {
         }
     }
 
-    /// Drops every copy that can fire no more.
+    /// Drops every copy that can fire no more. A timer moved away and back
+    /// before its old copy came due has two copies at its tick, both
+    /// pending there: the first one met stays. So the count of what is
+    /// left is exact.
     pub(super) fn keep_live(&mut self) {
+        self.entries.retain(|_, entry| {
+            entry.set_seen(false);
+            true
+        });
         self.entries
-            .retain(|deadline, entry| entry.is_pending_at(deadline));
+            .retain(|deadline, entry| entry.is_pending_at(deadline) && !entry.set_seen(true));
         self.dead = 0;
     }
 
@@ -160,7 +168,7 @@ impl Driver {
         for (entry, deadline, word) in self.batch.drain(..) {
             if !entry.try_fire(word, deadline) {
                 // A dead copy, or one whose move is on its way (its message
-                // will count it dead: the count evens out).
+                // will count it dead again: the count errs high, never low).
                 self.dead = self.dead.saturating_sub(1);
                 continue;
             }

@@ -131,3 +131,28 @@ fn should_the_driver_die_every_call_reports_it_and_nothing_hangs() {
         crate::ShutdownError::AlreadyShutDown
     );
 }
+
+/// A sleep moved away from its tick and back, each move filed before its
+/// old copy came due, leaves copies at that tick, all pending there: the
+/// driver's pass over its dead copies keeps one, so a sleep reset back and
+/// forth cannot fill the wheel.
+#[test]
+fn a_timer_moved_away_and_back_keeps_one_copy_once_the_dead_are_dropped() {
+    let clock = Clock::new(Duration::from_millis(1), true);
+    let (state, consumer) = Shared::new(clock, usize::MAX);
+    let state = Arc::new(state);
+    let mut driver = Driver::new(Arc::clone(&state), consumer, None, 0);
+    let (entry, message) = EntryRef::new(100, Wake::new(std::task::Waker::noop()));
+    driver.file(message);
+    for _ in 0..1_000 {
+        for tick in [200, 100] {
+            assert_eq!(entry.rearm_from(crate::entry::PENDING, tick), Ok(true));
+            driver.file(entry.erased());
+        }
+    }
+    assert_eq!(driver.entries.len(), 2_001);
+    driver.keep_live();
+    assert_eq!(driver.entries.len(), 1);
+    let fired: Vec<u64> = driver.entries.advance(u64::MAX).map(|(t, _)| t).collect();
+    assert_eq!(fired, [100]);
+}
