@@ -40,8 +40,8 @@ pub(crate) trait Action: Send + Sync + 'static {
     /// `FIRED`) calls it, so calls for one arming never overlap and no two
     /// of `fire`, `cancel` and `abandon` are called for it.
     unsafe fn fire(&self, firing: &mut Firing<'_>) -> bool;
-    /// The timer was cancelled: drops what it holds of the user's (the
-    /// closure and its captures, a task's waker) on the cancelling thread.
+    /// The timer was cancelled: drops the closure and its captures on the
+    /// cancelling thread (a task's waker stays: see [`Wake::release`]).
     ///
     /// # Safety
     /// As for [`fire`](Self::fire), for the move to `CANCELLED`.

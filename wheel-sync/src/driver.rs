@@ -38,8 +38,9 @@ pub(crate) struct Driver {
     /// its tick.
     entries: BucketWheel<EntryRef>,
     /// Copies in `entries` that can fire no more, as counted by filing,
-    /// firing and the spots: an estimate (a copy may be counted out before
-    /// it is counted in), made exact by `drop_dead`.
+    /// firing and the spots: an estimate, which errs high (a cancel summed
+    /// after `keep_live` dropped its copy), and low only for a moment (a
+    /// copy whose move is on its way), reset by `keep_live`.
     dead: usize,
     /// The spots' sum of copies cancels left dead, when last read.
     dead_seen: u64,
@@ -223,10 +224,9 @@ impl Driver {
             DriverStats::bump(&self.shared.stats.wakeups, 1);
             // Time moves a manual clock only by `advance`, which wakes the
             // driver; but with timers pending it still looks every
-            // RECLAIM_EVERY, as a real clock's driver does, for what the
-            // cancels it was not woken for left it to free (their wakers,
-            // their closures' captures). Under loom, which has no clock,
-            // a timed park is a park.
+            // RECLAIM_EVERY, as a real clock's driver does, for the dead
+            // copies the cancels it was not woken for counted on their
+            // spots. Under loom, which has no clock, a timed park is a park.
             let at = if wake == FOREVER {
                 None
             } else if manual {

@@ -411,11 +411,20 @@ impl Entry {
         self.set_mark(FILED, live)
     }
 
-    /// Driver-only: sets or clears the mark of its pass over the copies,
-    /// and returns what it was.
+    /// Driver-only: sets the mark of its pass over the copies, and returns
+    /// whether it was set.
     #[inline]
-    pub(crate) fn set_seen(&self, seen: bool) -> bool {
-        self.set_mark(SEEN, seen)
+    pub(crate) fn mark_seen(&self) -> bool {
+        self.set_mark(SEEN, true)
+    }
+
+    /// Driver-only: clears the mark of its pass over the copies, writing
+    /// only if it is set (the line is left clean for its owner).
+    #[inline]
+    pub(crate) fn clear_seen(&self) {
+        if self.marks.load(Ordering::Relaxed) & SEEN != 0 {
+            self.set_mark(SEEN, false);
+        }
     }
 
     /// A plain load and store: no other thread touches the marks.

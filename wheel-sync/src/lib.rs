@@ -63,8 +63,8 @@
 //! - **Cancel** is O(1) from any thread, never waits for the driver and
 //!   sends it nothing. The closure (or a dropped `Sleep`'s waker) is
 //!   dropped at once, on the cancelling thread. A timer taken back from its
-//!   parking spot is freed at once; one the driver has filed leaves a dead
-//!   copy (its entry's few words) in the driver's wheel until its deadline
+//!   parking spot is freed with its handle; one the driver has filed leaves
+//!   a dead copy (holding its entry) in the driver's wheel until its deadline
 //!   or until the dead copies outnumber the live ones, when the driver
 //!   drops them all (it looks at least every 100 ms while timers are
 //!   pending).

@@ -9,7 +9,9 @@
 //!    compare-exchange on its state word (`entry`). The winner owns the
 //!    consequence (run or drop the callback, take or drop the waker) and
 //!    counts the timer out of `pending`. Only a `Sleep`'s owner moves its
-//!    timer back to `PENDING`; `ABANDONED` is final.
+//!    timer back to `PENDING`; `ABANDONED` is final. (A `Sleep` dropped
+//!    takes its waker too, from whatever state, under the entry's lock:
+//!    a timer whose owner is gone needs no wake.)
 //! 2. **One message in flight.** A producer that changes an entry's word
 //!    sets `QUEUED` in the same exchange, and sends a message for the
 //!    entry only if `QUEUED` was clear. The driver clears `QUEUED` as it
@@ -53,18 +55,19 @@
 //!    out on its spot, so threads never contend on one count; `pending` is
 //!    the spots' sum. With a limit, one shared count enforces it exactly.
 //! 4. **The driver owns the wheels.** Only the driver thread touches them
-//!    and an entry's `filed` flag. Filing a pending word files a copy of
+//!    and an entry's `marks`. Filing a pending word files a copy of
 //!    the entry at its tick; a copy fires only if the word is still pending
 //!    at the copy's tick when it comes due (rule 1's compare-exchange), so
 //!    a cancel or a move leaves the old copy where it is, dead. A move's
 //!    message tells the driver; a cancel of a filed timer (`QUEUED` clear)
 //!    counts the copy dead on the canceller's spot instead, which the
 //!    driver sums each round. It drops the dead copies all at once when
-//!    they outnumber the live ones. A round files at most [`BATCH`] messages, fires at most
-//!    `BATCH` due timers in deadline order, and then wakes the fired
-//!    sleeps' tasks. While timers are pending it sleeps at most
-//!    [`RECLAIM_EVERY`], so a cancelled timer's closure or waker goes back
-//!    within that long without its canceller waking anyone.
+//!    they outnumber the live ones (by its count, which errs high). A round
+//!    files at most [`BATCH`] messages, fires at most `BATCH` due timers in
+//!    deadline order, and then wakes the fired sleeps' tasks. While timers
+//!    are pending it sleeps at most [`RECLAIM_EVERY`], so the dead copies
+//!    that cancels counted are looked at within that long without a
+//!    canceller waking anyone.
 //! 5. **User code** (callbacks, wakers, the drops of closures and wakers)
 //!    runs outside every lock, never inside other user code, and its panics
 //!    are caught and counted in one place ([`Shared::count_panics`]).
@@ -331,8 +334,9 @@ impl Shared {
     /// Cancels `entry` if it is still pending, for its owner on spot
     /// `spot`: takes its message back if it is parked there, or, if the
     /// driver has filed it, counts its copy dead there (rule 4); counts it
-    /// out; then drops what it holds of the user's. Returns whether it was
-    /// pending. It sends nothing and wakes no one.
+    /// out; then drops the callback's closure (a sleep's waker stays with
+    /// its entry, see `Sleep`'s drop). Returns whether it was pending. It
+    /// sends nothing and wakes no one.
     ///
     /// The user's drop comes last: it may drop the service's last clone,
     /// whose shutdown must then find this timer sent and counted out.

@@ -99,15 +99,15 @@ impl Driver {
 
     /// Drops every copy that can fire no more. A timer moved away and back
     /// before its old copy came due has two copies at its tick, both
-    /// pending there: the first one met stays. So the count of what is
-    /// left is exact.
+    /// pending there: the first one met stays. So what is left is one copy
+    /// per live timer.
     pub(super) fn keep_live(&mut self) {
         self.entries.retain(|_, entry| {
-            entry.set_seen(false);
+            entry.clear_seen();
             true
         });
         self.entries
-            .retain(|deadline, entry| entry.is_pending_at(deadline) && !entry.set_seen(true));
+            .retain(|deadline, entry| entry.is_pending_at(deadline) && !entry.mark_seen());
         self.dead = 0;
     }
 
@@ -168,7 +168,7 @@ impl Driver {
         for (entry, deadline, word) in self.batch.drain(..) {
             if !entry.try_fire(word, deadline) {
                 // A dead copy, or one whose move is on its way (its message
-                // will count it dead again: the count errs high, never low).
+                // will count it dead: low for that moment).
                 self.dead = self.dead.saturating_sub(1);
                 continue;
             }
