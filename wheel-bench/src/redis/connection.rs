@@ -10,7 +10,10 @@
 //!   one `write` carries many commands, as an event loop's flush would.
 //! - The reader thread gives each reply to the FIFO's front. A command that
 //!   timed out is still there, so its late reply is consumed in its place
-//!   and dropped, never taken for the next command's.
+//!   and dropped, never taken for the next command's. Taken off the FIFO,
+//!   a command counts as in flight until its reply is settled (given to it,
+//!   or counted late), so a caller that finds nothing in flight finds every
+//!   late reply counted.
 //! - A failed read or write kills the connection: `dead` is set under the
 //!   outbox lock, after which no command enters the FIFO, and then every
 //!   command in it completes with [`CommandError::Disconnected`].
@@ -18,7 +21,7 @@
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, JoinHandle};
 
@@ -55,6 +58,8 @@ struct Wire {
     stream: TcpStream,
     outbox: Mutex<Outbox>,
     in_flight: Mutex<VecDeque<Arc<InFlight>>>,
+    /// Commands the reader has taken off `in_flight` and not yet settled.
+    settling: AtomicUsize,
     /// Replies that came for a command already completed (timed out).
     late: AtomicU64,
     /// Replies that came with no command in flight.
@@ -94,6 +99,7 @@ impl Connection {
             stream,
             outbox: Mutex::default(),
             in_flight: Mutex::default(),
+            settling: AtomicUsize::new(0),
             late: AtomicU64::new(0),
             unsolicited: AtomicU64::new(0),
         });
@@ -173,7 +179,11 @@ impl Connection {
     /// assert_eq!(connection.in_flight(), 0);
     /// ```
     pub fn in_flight(&self) -> usize {
-        lock(&self.wire.in_flight).len()
+        let queued = lock(&self.wire.in_flight);
+        // Read under the lock: a batch the reader takes is counted here
+        // before the lock is let go, and uncounted (Release) only once
+        // every late reply in it is counted.
+        queued.len() + self.wire.settling.load(Ordering::Acquire)
     }
 
     /// Replies that came after their command had timed out, and were dropped.
@@ -249,7 +259,9 @@ impl Wire {
                 // One lock for every reply of this read.
                 let mut in_flight = lock(&self.in_flight);
                 commands.extend(replies.iter().map(|_| in_flight.pop_front()));
+                self.settling.fetch_add(commands.len(), Ordering::Relaxed);
             }
+            let settled = commands.len();
             for (reply, command) in replies.drain(..).zip(commands.drain(..)) {
                 match command {
                     Some(command) => {
@@ -262,6 +274,7 @@ impl Wire {
                     }
                 }
             }
+            self.settling.fetch_sub(settled, Ordering::Release);
             if let Err(kind) = parsed {
                 break kind;
             }
@@ -286,3 +299,6 @@ fn outcome_of(reply: BytesFrame) -> Outcome {
         reply => Ok(reply),
     }
 }
+
+#[cfg(test)]
+mod tests;

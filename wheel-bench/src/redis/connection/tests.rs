@@ -1,0 +1,40 @@
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::thread;
+
+use super::super::in_flight::InFlight;
+use super::super::CommandError;
+use super::Connection;
+
+/// A caller that finds nothing in flight finds every late reply counted,
+/// even while the reader is still settling a large batch it took at once.
+#[test]
+fn nothing_in_flight_means_every_late_reply_is_counted() {
+    const COMMANDS: usize = 20_000;
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    let server = thread::spawn(move || {
+        let (mut socket, _) = listener.accept().unwrap();
+        go_rx.recv().unwrap();
+        // Every reply in one write, so the reader takes many at once.
+        socket.write_all(&b"+OK\r\n".repeat(COMMANDS)).unwrap();
+        // Hold the socket open until the client hangs up.
+        let mut sink = [0; 4096];
+        while socket.read(&mut sink).is_ok_and(|n| n > 0) {}
+    });
+    let connection = Connection::connect(addr).unwrap();
+    for _ in 0..COMMANDS {
+        let command = InFlight::new();
+        connection.send(&[b"PING"], &command).unwrap();
+        // Timed out before its reply comes: the reply will be late.
+        assert!(command.complete(Err(CommandError::Timeout)));
+    }
+    go_tx.send(()).unwrap();
+    while connection.in_flight() > 0 {
+        std::hint::spin_loop();
+    }
+    assert_eq!(connection.late_replies(), COMMANDS as u64);
+    drop(connection);
+    server.join().unwrap();
+}
