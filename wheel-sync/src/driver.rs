@@ -219,8 +219,12 @@ impl Driver {
             return false; // shut down
         }
         crate::sync::atomic::fence(crate::sync::atomic::Ordering::SeqCst);
-        let queue_quiet = self.consumer.is_empty() || (stalled && !self.consumer.has_ready());
-        if queue_quiet && !self.shared.spots.any_parked() && !self.shared.advance_waiting() {
+        let held_up = stalled && !self.consumer.has_ready();
+        let queue_quiet = self.consumer.is_empty() || held_up;
+        // An advance waiting on a held-up queue cannot be served before the
+        // held push lands, and that push wakes the driver (`ANY`).
+        let advance_due = !held_up && self.shared.advance_waiting();
+        if queue_quiet && !self.shared.spots.any_parked() && !advance_due {
             DriverStats::bump(&self.shared.stats.wakeups, 1);
             // Time moves a manual clock only by `advance`, which wakes the
             // driver; but with timers pending it still looks every

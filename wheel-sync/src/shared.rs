@@ -80,7 +80,9 @@
 //!    round reads its time before it files, and fires nothing while a
 //!    message it could not take yet (rule 3) may hold up earlier ones:
 //!    what it fires by that time was all filed first, so one advance
-//!    fires in deadline order. To learn the next deadline (`advance_to_next`), a caller sets
+//!    fires in deadline order; meanwhile it sleeps asking for any message
+//!    (`ANY`), as a waiting `advance` cannot be served before the held
+//!    message lands. To learn the next deadline (`advance_to_next`), a caller sets
 //!    `next_wanted` before an `advance` by zero; a round that finds it set
 //!    stores its wheels' earliest deadline in `next_due`, then the
 //!    `advances` it read in `next_for`, before it serves. The answer is

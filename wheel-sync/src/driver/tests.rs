@@ -156,3 +156,55 @@ fn a_timer_moved_away_and_back_keeps_one_copy_once_the_dead_are_dropped() {
     let fired: Vec<u64> = driver.entries.advance(u64::MAX).map(|(t, _)| t).collect();
     assert_eq!(fired, [100]);
 }
+
+/// A manual clock's `advance` that waits on a push still being written
+/// leaves the driver asleep until the write, not spinning through rounds.
+#[test]
+fn an_advance_waiting_on_a_stalled_push_does_not_spin_a_manual_clock_driver() {
+    use crate::job::Job;
+    use crate::queue::stall;
+    use std::sync::atomic::AtomicUsize as StdAtomicUsize;
+
+    let clock = Clock::new(Duration::from_millis(1), true);
+    let (state, consumer) = Shared::new(clock, usize::MAX);
+    let state = Arc::new(state);
+    let driver = Driver::new(Arc::clone(&state), consumer, None, state.clock.now_tick());
+    state.set_driver(std::thread::spawn(move || driver.run()));
+    let ran = Arc::new(StdAtomicUsize::new(0));
+    let (release, held) = mpsc::channel();
+    let (claimed, claim) = mpsc::channel();
+    let producer = {
+        let (state, ran) = (Arc::clone(&state), Arc::clone(&ran));
+        std::thread::spawn(move || {
+            stall::next_push(claimed, held);
+            state.admit(0, true).unwrap();
+            let job = Job::new(move || {
+                ran.fetch_add(1, Ordering::Relaxed);
+            });
+            state.submit(Message::Job(0, job), 0);
+        })
+    };
+    claim.recv_timeout(PATIENCE).unwrap();
+    let rounds = || state.stats.rounds.load(Ordering::Relaxed);
+    let (before, start) = (rounds(), Instant::now());
+    let advance = {
+        let state = Arc::clone(&state);
+        std::thread::spawn(move || state.advance(Duration::from_millis(1)))
+    };
+    std::thread::sleep(Duration::from_millis(100));
+    let (spun, elapsed_ms) = (rounds() - before, start.elapsed().as_millis().max(1));
+    assert!(
+        !advance.is_finished(),
+        "advance returned before the held push"
+    );
+    release.send(()).unwrap();
+    producer.join().unwrap();
+    advance.join().unwrap().unwrap();
+    // The advance waited for the push, and its round ran what it carried.
+    assert_eq!(ran.load(Ordering::Relaxed), 1);
+    state.shutdown().unwrap();
+    assert!(
+        u128::from(spun) < 10 * elapsed_ms,
+        "{spun} rounds in {elapsed_ms} ms of a stalled queue"
+    );
+}
