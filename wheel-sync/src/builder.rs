@@ -215,7 +215,7 @@ impl Builder {
             Driver::new(for_driver, consumer, executor, now).run()
         })?;
         shared.set_driver(join);
-        Ok(TimerService::owning(&shared))
+        Ok(TimerService::owning(shared))
     }
 }
 

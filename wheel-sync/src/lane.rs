@@ -93,6 +93,25 @@ pub(crate) fn lane(shared: &Arc<Shared>) -> Arc<Lane> {
     }
 }
 
+/// Runs `f` while this thread's lane to `shared` holds the service's
+/// memory: borrowed in place if the thread has one (no count written), else
+/// one made for it.
+#[inline]
+pub(crate) fn holding<R>(shared: &Arc<Shared>, f: impl Fn() -> R) -> R {
+    let ran = THIS_THREAD.try_with(|this| {
+        let lanes = this.lanes.try_borrow().ok()?;
+        // `f` runs while `lanes` is borrowed: the lane cannot go meanwhile.
+        (lanes.iter().any(|lane| Arc::ptr_eq(&lane.shared, shared))).then(&f)
+    });
+    match ran {
+        Ok(Some(done)) => done,
+        _ => {
+            let _lane = lane(shared);
+            f()
+        }
+    }
+}
+
 /// A lane for this thread, kept for its next handles: the first it makes
 /// on the service. Lanes of services that have shut down are forgotten
 /// meanwhile (dropped after the borrow, as a lane's drop may drop the

@@ -3,12 +3,13 @@
 
 use core::fmt;
 use core::future::Future;
+use core::mem::ManuallyDrop;
 use std::time::{Duration, Instant};
 
 use crate::action::Callback;
 use crate::entry::EntryRef;
 use crate::job::Job;
-use crate::lane::{self, Lane};
+use crate::lane;
 use crate::shared::{Message, Shared};
 use crate::spot::Count;
 use crate::sync::Arc;
@@ -40,8 +41,11 @@ use crate::{
 /// .unwrap();
 /// ```
 pub struct TimerService {
-    /// The service, through the lane of the thread that made this clone.
-    lane: Arc<Lane>,
+    /// The service. Every clone shares one strong reference, the owners':
+    /// a clone writes only its owner count, never the service's reference
+    /// count, which every thread would share. The clone that ends the
+    /// ownership (see `spot`) drops that reference.
+    shared: ManuallyDrop<Arc<Shared>>,
     /// The spot this clone is counted on as an owner (see `spot`).
     owner: usize,
 }
@@ -50,15 +54,37 @@ impl Clone for TimerService {
     /// Another owner of the service, counted on this thread's spot: no
     /// write to a line another thread writes.
     fn clone(&self) -> Self {
-        Self::owning(&self.lane.shared)
+        let owner = lane::spot();
+        self.shared.spots.own(owner);
+        // SAFETY: the pointer is `self`'s, which holds the owners' strong
+        // reference while any clone is counted (this one now is); the copy
+        // is never dropped as such (`ManuallyDrop`): only the clone that
+        // ends the ownership drops one, once (`Drop`).
+        let shared = unsafe { Arc::from_raw(Arc::as_ptr(&self.shared)) };
+        Self {
+            shared: ManuallyDrop::new(shared),
+            owner,
+        }
     }
 }
 
 impl Drop for TimerService {
     /// The last clone anywhere ends the service (see `spot`).
     fn drop(&mut self) {
-        let shared = &self.lane.shared;
-        if shared.spots.disown(self.owner) {
+        let spots = &self.shared.spots;
+        if spots.disown_unless_last(self.owner) {
+            // Other clones count on this spot: this one touches nothing more.
+            return;
+        }
+        // This count may be the spot's last. Once it is out, the last clone
+        // elsewhere may end the service and drop the owners' reference, so
+        // the look that follows holds the memory through this thread's lane.
+        let ended = lane::holding(&self.shared, || spots.disown(self.owner));
+        if ended {
+            // SAFETY: `disown` returns true to one caller only, once no clone
+            // is counted anywhere: the owners' reference is this call's to
+            // drop, and no other `TimerService` uses its copy any more.
+            let shared = unsafe { ManuallyDrop::take(&mut self.shared) };
             shared.stop();
         }
     }
@@ -101,16 +127,19 @@ impl TimerService {
         Builder::default()
     }
 
-    /// A new owner of `shared`, on this thread's lane and spot.
-    pub(crate) fn owning(shared: &Arc<Shared>) -> Self {
-        let lane = lane::lane(shared);
-        let owner = lane.spot;
+    /// The first owner of `shared`, on this thread's spot: it takes over
+    /// `shared` as the owners' reference.
+    pub(crate) fn owning(shared: Arc<Shared>) -> Self {
+        let owner = lane::spot();
         shared.spots.own(owner);
-        Self { lane, owner }
+        Self {
+            shared: ManuallyDrop::new(shared),
+            owner,
+        }
     }
 
     pub(crate) fn shared(&self) -> &Arc<Shared> {
-        &self.lane.shared
+        &self.shared
     }
 
     /// Runs `f` on the driver thread once `delay` has passed (or hands it
@@ -536,3 +565,6 @@ impl fmt::Debug for TimerService {
             .finish()
     }
 }
+
+#[cfg(test)]
+mod tests;

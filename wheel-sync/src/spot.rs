@@ -23,7 +23,12 @@
 //!   spot's word twice (all of it `SeqCst`); the same words twice, all with a zero count,
 //!   were all true at once between the two reads (a change in between
 //!   changes a version), and the service is over. The last drop anywhere
-//!   comes after every other change, so it is the one that finds that.
+//!   comes after every other change, so it is the one that finds that;
+//!   should two find it, the `unowned` flag picks one. The clones share one
+//!   strong reference to the service, which that one drops: so a clone
+//!   that takes its spot's count to zero holds the memory through its
+//!   thread's lane while it reads, and one that leaves the count above zero
+//!   touches nothing after.
 //! - The timers' counts are the one place each fact is counted: timers admitted
 //!   (`scheduled`), cancelled by their owners, and otherwise counted out
 //!   (fired, abandoned, refused after admission). They wrap, and a timer
@@ -38,7 +43,7 @@ use core::ptr;
 use crossbeam_utils::CachePadded;
 
 use crate::entry::{Entry, EntryRef};
-use crate::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use crate::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 
 /// Spots per service; under loom, two (its model threads share one OS
 /// thread, and so may share a spot: the shared case).
@@ -87,11 +92,18 @@ pub(crate) enum Count {
 }
 
 /// A service's spots.
-pub(crate) struct Spots(Box<[CachePadded<Spot>]>);
+pub(crate) struct Spots {
+    spots: Box<[CachePadded<Spot>]>,
+    /// Set by the one `disown` that finds no owner left (ground rules).
+    unowned: AtomicBool,
+}
 
 impl Spots {
     pub(crate) fn new() -> Self {
-        Self((0..SPOTS).map(|_| CachePadded::default()).collect())
+        Self {
+            spots: (0..SPOTS).map(|_| CachePadded::default()).collect(),
+            unowned: AtomicBool::new(false),
+        }
     }
 
     /// Parks `message` in spot `index` if the spot is empty; else hands it
@@ -134,7 +146,7 @@ impl Spots {
     /// Driver: takes every parked message, in spot order; returns how many.
     pub(crate) fn sweep(&self, mut take: impl FnMut(EntryRef)) -> usize {
         let mut taken = 0;
-        for spot in self.0.iter() {
+        for spot in self.spots.iter() {
             if spot.message.load(Ordering::Relaxed).is_null() {
                 continue;
             }
@@ -150,7 +162,7 @@ impl Spots {
 
     /// Whether any message is parked (a snapshot).
     pub(crate) fn any_parked(&self) -> bool {
-        (self.0.iter()).any(|spot| !spot.message.load(Ordering::Relaxed).is_null())
+        (self.spots.iter()).any(|spot| !spot.message.load(Ordering::Relaxed).is_null())
     }
 
     /// Counts a `TimerService` clone in on spot `index`.
@@ -161,15 +173,37 @@ impl Spots {
             .fetch_add(VERSION + 1, Ordering::SeqCst);
     }
 
+    /// Counts a `TimerService` clone out of spot `index` if another is
+    /// counted there, so that the spot's count stays above zero; whether it
+    /// did. The caller then touches the service no more.
+    #[inline]
+    pub(crate) fn disown_unless_last(&self, index: usize) -> bool {
+        let owners = &self.spot(index).owners;
+        let mut word = owners.load(Ordering::Relaxed);
+        while word & COUNT > 1 {
+            match owners.compare_exchange_weak(
+                word,
+                word + VERSION - 1,
+                Ordering::SeqCst,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(now) => word = now,
+            }
+        }
+        false
+    }
+
     /// Counts a `TimerService` clone out of spot `index`, where it was
     /// counted in; whether that left the service with no owner anywhere.
+    /// Only one call returns true, should two find no owner at once.
     #[inline]
     pub(crate) fn disown(&self, index: usize) -> bool {
         let before = self
             .spot(index)
             .owners
             .fetch_add(VERSION - 1, Ordering::SeqCst);
-        before & COUNT == 1 && self.unowned()
+        before & COUNT == 1 && self.unowned() && !self.unowned.swap(true, Ordering::AcqRel)
     }
 
     /// Whether no spot counts an owner: two reads of every word, the same
@@ -184,17 +218,17 @@ impl Spots {
     #[cold]
     fn unowned(&self) -> bool {
         let owned = |word: u64| word & COUNT != 0;
-        if (self.0.iter()).any(|spot| owned(spot.owners.load(Ordering::SeqCst))) {
+        if (self.spots.iter()).any(|spot| owned(spot.owners.load(Ordering::SeqCst))) {
             return false;
         }
         let mut first = [0; SPOTS];
-        for (seen, spot) in first.iter_mut().zip(self.0.iter()) {
+        for (seen, spot) in first.iter_mut().zip(self.spots.iter()) {
             *seen = spot.owners.load(Ordering::SeqCst);
             if owned(*seen) {
                 return false;
             }
         }
-        (self.0.iter())
+        (self.spots.iter())
             .zip(first)
             .all(|(spot, seen)| spot.owners.load(Ordering::SeqCst) == seen)
     }
@@ -207,7 +241,7 @@ impl Spots {
 
     /// The sum of count `which` across the spots.
     pub(crate) fn total(&self, which: Count) -> u64 {
-        (self.0.iter()).fold(0, |sum, spot| {
+        (self.spots.iter()).fold(0, |sum, spot| {
             sum.wrapping_add(spot.counter(which).load(Ordering::Acquire))
         })
     }
@@ -228,7 +262,7 @@ impl Spots {
 
     #[inline]
     fn spot(&self, index: usize) -> &Spot {
-        &self.0[index % SPOTS]
+        &self.spots[index % SPOTS]
     }
 }
 
