@@ -248,7 +248,7 @@ pub enum Op {
     CascadeAhead(u16),
 }
 
-/// Advances driven by [`next_expiration`](TimerWheel::next_expiration), the
+/// Advances driven by [`next_expiration`](wheel_core::TimerWheel::next_expiration), the
 /// way a timer thread sleeps and wakes.
 ///
 /// # Examples
