@@ -400,3 +400,35 @@ fn handles_a_thread_keeps_or_makes_in_its_teardown_end_the_service() {
         );
     }
 }
+
+/// A waker that holds the service's last clone, woken by the driver: the
+/// wake consumes it, so the last clone is dropped on the driver's own
+/// thread, after its round has fired the sleep. The service ends, its
+/// driver thread with it, and nothing hangs.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_waker_holding_the_last_clone_ends_the_service_when_woken() {
+    /// Holds a clone until woken; says when it was.
+    struct Holds(std::sync::Mutex<Option<TimerService>>, mpsc::SyncSender<()>);
+    impl std::task::Wake for Holds {
+        fn wake(self: Arc<Self>) {
+            let last = self.0.lock().unwrap().take();
+            drop(last);
+            let _ = self.1.try_send(());
+        }
+    }
+    let (name, timers) = named_service();
+    let (woke_tx, woke_rx) = mpsc::sync_channel(1);
+    let holder = Arc::new(Holds(std::sync::Mutex::new(Some(timers.clone())), woke_tx));
+    let mut sleep = timers.sleep(Duration::from_millis(5));
+    assert!(poll_once(&mut sleep, &Waker::from(holder)).is_pending());
+    drop(timers);
+    woke_rx
+        .recv_timeout(PATIENCE)
+        .expect("the waker that dropped the last clone did not return");
+    assert!(
+        wait_until(|| threads_named(&name) == 0),
+        "the driver outlived its last clone, dropped by a waker it woke"
+    );
+    assert_eq!(poll_once(&mut sleep, Waker::noop()), Poll::Ready(()));
+}
