@@ -181,8 +181,9 @@ impl Connection {
     pub fn in_flight(&self) -> usize {
         let queued = lock(&self.wire.in_flight);
         // Read under the lock: a batch the reader takes is counted here
-        // before the lock is let go, and uncounted (Release) only once
-        // every late reply in it is counted.
+        // before the lock is let go; each command in it is uncounted
+        // (Release) after its late reply is counted, or before its caller
+        // can take its reply.
         queued.len() + self.wire.settling.load(Ordering::Acquire)
     }
 
@@ -261,20 +262,26 @@ impl Wire {
                 commands.extend(replies.iter().map(|_| in_flight.pop_front()));
                 self.settling.fetch_add(commands.len(), Ordering::Relaxed);
             }
-            let settled = commands.len();
+            // Each command leaves `settling` once its reply is counted: a late
+            // or unsolicited one after its count, a live one before its caller
+            // can take the outcome.
+            let settle = || self.settling.fetch_sub(1, Ordering::Release);
             for (reply, command) in replies.drain(..).zip(commands.drain(..)) {
                 match command {
                     Some(command) => {
-                        if !command.complete(outcome_of(reply)) {
+                        if !command.complete_after(outcome_of(reply), || {
+                            settle();
+                        }) {
                             self.late.fetch_add(1, Ordering::Relaxed);
+                            settle();
                         }
                     }
                     None => {
                         self.unsolicited.fetch_add(1, Ordering::Relaxed);
+                        settle();
                     }
                 }
             }
-            self.settling.fetch_sub(settled, Ordering::Release);
             if let Err(kind) = parsed {
                 break kind;
             }

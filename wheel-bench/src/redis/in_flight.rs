@@ -57,11 +57,19 @@ impl InFlight {
     /// Completes the command with `outcome` if nothing has yet; `true` if
     /// this call did.
     pub fn complete(&self, outcome: Outcome) -> bool {
+        self.complete_after(outcome, || {})
+    }
+
+    /// As [`InFlight::complete`], running `first` under the lock just before
+    /// the outcome is stored, if this call completes the command: whoever
+    /// then takes the outcome sees what `first` did.
+    pub fn complete_after(&self, outcome: Outcome, first: impl FnOnce()) -> bool {
         let mut state = self.lock();
         let State::Waiting(waiter) = &mut *state else {
             return false;
         };
         let waiter = waiter.take();
+        first();
         *state = State::Done(outcome);
         drop(state);
         match waiter {

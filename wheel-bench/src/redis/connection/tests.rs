@@ -38,3 +38,37 @@ fn nothing_in_flight_means_every_late_reply_is_counted() {
     drop(connection);
     server.join().unwrap();
 }
+
+/// A caller that has taken its reply no longer finds its command in flight,
+/// though the reader is still settling the rest of the batch it came in.
+#[test]
+fn a_command_whose_reply_is_taken_is_no_longer_in_flight() {
+    const COMMANDS: usize = 20_000;
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    let server = thread::spawn(move || {
+        let (mut socket, _) = listener.accept().unwrap();
+        go_rx.recv().unwrap();
+        socket.write_all(&b"+OK\r\n".repeat(COMMANDS)).unwrap();
+        let mut sink = [0; 4096];
+        while socket.read(&mut sink).is_ok_and(|n| n > 0) {}
+    });
+    let connection = Connection::connect(addr).unwrap();
+    let commands: Vec<_> = (0..COMMANDS)
+        .map(|_| {
+            let command = InFlight::new();
+            connection.send(&[b"PING"], &command).unwrap();
+            command
+        })
+        .collect();
+    go_tx.send(()).unwrap();
+    for (taken, command) in commands.iter().enumerate() {
+        assert!(command.wait().is_ok());
+        let left = COMMANDS - taken - 1;
+        assert!(connection.in_flight() <= left, "{taken} taken");
+    }
+    assert_eq!(connection.in_flight(), 0);
+    drop(connection);
+    server.join().unwrap();
+}
