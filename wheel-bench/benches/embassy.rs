@@ -74,17 +74,18 @@ use std::time::{Duration, Instant};
 use criterion::measurement::WallTime;
 use criterion::{Bencher, BenchmarkGroup, BenchmarkId, Criterion};
 use embassy_time_queue_utils::queue_generic::ConstGenericQueue;
-use tabled::builder::Builder;
-use tabled::settings::object::Columns;
-use tabled::settings::{Alignment, Style};
 use wheel_core::WakerQueue;
 
+// `--alternate`: the two queues sampled in turn.
+#[path = "embassy/alternate.rs"]
+mod alternate;
 // The queues' shared calls, which ci/qemu-tests' count includes too.
 #[path = "embassy/queues.rs"]
 mod queues;
 // The executor's side: tasks, their wakers and its run queue.
 #[path = "embassy/tasks.rs"]
 mod tasks;
+use alternate::row;
 use queues::Queue;
 use tasks::{run_next, wakers};
 
@@ -461,57 +462,6 @@ fn bench(group: &mut BenchmarkGroup<'_, WallTime>, name: &str, n: usize, mut sha
     });
 }
 
-/// About how long each sample of `--alternate` takes, per queue.
-const ALTERNATE_SAMPLE: Duration = Duration::from_millis(4);
-/// Samples per shape and size in `--alternate`.
-const ALTERNATE_SAMPLES: usize = 21;
-
-/// ns per call of `batches` batches of `shape`.
-fn sample(shape: &mut impl Shape, batches: u64) -> f64 {
-    let timed: Duration = (0..batches).map(|_| shape.batch()).sum();
-    timed.as_nanos() as f64 / (batches * shape.per_batch()) as f64
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
-/// `--alternate`: the two queues' samples taken in turn, so that the
-/// machine's moods fall on both; adds a row of the medians and the spread
-/// of the per-sample ratios to `table`.
-fn alternate(
-    table: &mut Builder,
-    name: &str,
-    n: usize,
-    mut ours: impl Shape,
-    mut theirs: impl Shape,
-) {
-    // As many batches of each as the slower takes `ALTERNATE_SAMPLE` to run.
-    let slower = sample(&mut ours, 100).max(sample(&mut theirs, 100));
-    let calls = ALTERNATE_SAMPLE.as_nanos() as f64 / slower.max(1.0);
-    let batches = (calls / ours.per_batch().max(theirs.per_batch()) as f64).clamp(10.0, 1e6) as u64;
-    let (mut wheel, mut embassy, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..ALTERNATE_SAMPLES {
-        let w = sample(&mut ours, batches);
-        let e = sample(&mut theirs, batches);
-        wheel.push(w);
-        embassy.push(e);
-        ratios.push(w / e);
-    }
-    ratios.sort_by(f64::total_cmp);
-    table.push_record([
-        name.to_string(),
-        n.to_string(),
-        format!("{:.1}", median(wheel)),
-        format!("{:.1}", median(embassy)),
-        format!("{:.2}", ratios[ratios.len() / 2]),
-        format!("{:.2}-{:.2}", ratios[1], ratios[ratios.len() - 2]),
-    ]);
-    // Each row as it is measured, since a whole run takes minutes.
-    eprintln!("{name} {n}: done");
-}
-
 /// Both queues in one criterion group, as `wheel-core/n` and `embassy/n`.
 fn pair(
     group: &mut BenchmarkGroup<'_, WallTime>,
@@ -550,8 +500,7 @@ macro_rules! shapes {
 
 fn main() {
     if std::env::args().any(|arg| arg == "--alternate") {
-        let mut table = Builder::new();
-        table.push_record(["shape", "n", "wheel-core", "embassy", "ratio", "spread"]);
+        let mut table = alternate::Table::new();
         // Shape names after `--alternate` pick those shapes; none, all.
         let picked: Vec<String> = std::env::args()
             .skip_while(|arg| arg != "--alternate")
@@ -573,17 +522,12 @@ fn main() {
         macro_rules! alternated {
             ($name:literal, $shape:ident) => {
                 if runs($name) {
-                    sizes!(alternate(&mut table), $name, $shape);
+                    sizes!(row(&mut table), $name, $shape);
                 }
             };
         }
         shapes!(alternated);
-        let mut table = table.build();
-        table
-            .with(Style::blank())
-            .modify(Columns::new(1..), Alignment::right());
-        println!("{table}");
-        println!("(ns a call; spread: the ratio's 2nd lowest-highest of {ALTERNATE_SAMPLES})");
+        table.print();
         return;
     }
     let mut criterion = Criterion::default().configure_from_args();
