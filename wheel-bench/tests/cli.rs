@@ -91,7 +91,7 @@ fn help_names_every_experiment_and_each_has_its_own() {
     }
     for (experiment, flags) in [
         ("delay", &["--timers", "--tick-us", "--shapes"][..]),
-        ("timeouts", &["--threads", "--secs", "--shapes"]),
+        ("timeouts", &["--threads", "--secs", "--runs", "--shapes"]),
         ("redis", &["--workload", "--stall-ms", "--redis-url"]),
     ] {
         let out = wheel_bench(&[experiment, "--help"]);
@@ -230,16 +230,43 @@ fn quick_timeouts_prints_json_rows() {
             "ops_per_s",
             "ns_per_op",
             "ratio_to_heap",
+            "ratio_to_best_way",
             "cpu_s",
-            "peak_rss_mib"
+            "peak_rss_mib",
+            "run"
         ]
     );
     let (heap, _) = parse_row(lines[1]);
     assert_eq!(wheel["impl"], "wheel");
     assert_eq!(heap["impl"], "heap");
     assert_eq!(heap["ratio_to_heap"], 1.0);
+    assert_eq!(wheel["ratio_to_best_way"], 1.0);
     for row in [wheel, heap] {
         assert_eq!(row["threads"], 1);
+        assert_eq!(row["run"], 1);
         assert!(row["ops_per_s"].as_f64().unwrap() > 0.0, "{row}");
     }
+}
+
+#[test]
+fn timeouts_over_several_runs_prints_a_row_per_implementation() {
+    let out = wheel_bench(&[
+        "timeouts",
+        "--runs",
+        "2",
+        "--impls",
+        "wheel,heap",
+        "--threads",
+        "1",
+        "--secs",
+        "0.1",
+    ]);
+    let stdout = stdout_of_success(&out);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "a header and a row each: {stdout}");
+    assert!(lines[1].starts_with("wheel "), "{stdout}");
+    assert!(lines[2].starts_with("heap "), "{stdout}");
+    // Each run was measured apart: two runs, as the progress lines say.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("timeouts heap x1 run 2: done"), "{stderr}");
 }

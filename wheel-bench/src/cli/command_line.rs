@@ -150,6 +150,10 @@ struct TimeoutsFlags {
     /// How long each run lasts [default: 5; --quick: 0.25]
     #[arg(long, value_name = "S", value_parser = seconds)]
     secs: Option<f64>,
+    /// Run every implementation this many times, interleaved; the table
+    /// gives each figure's median and min-max over the runs [default: 1]
+    #[arg(long, value_name = "N", value_parser = runs)]
+    runs: Option<usize>,
     #[command(flatten)]
     shapes: ShapeFlags,
     #[command(flatten)]
@@ -336,7 +340,8 @@ impl ExperimentFlags {
                     threads: or_default(f.threads, if quick { &[1, 2] } else { &[1, 2, 8] }),
                     secs: f.secs.unwrap_or(if quick { 0.25 } else { 5.0 }),
                 };
-                let plan = f.common.plan("timeouts", &f.shapes.shapes)?;
+                let mut plan = f.common.plan("timeouts", &f.shapes.shapes)?;
+                plan.runs = f.runs.unwrap_or(1);
                 Ok((Experiment::Timeouts(args), plan))
             }
             ExperimentFlags::Redis(f) => {

@@ -124,8 +124,8 @@ pub struct Plan {
     pub json: bool,
     /// Where to write the SVG chart.
     pub plot: Option<PathBuf>,
-    /// `redis`: how many times to run every mechanism, interleaved; 1 for
-    /// the others.
+    /// `timeouts` and `redis`: how many times to run every implementation,
+    /// interleaved; 1 for `delay`.
     pub runs: usize,
     /// `redis`: the server and the client on CPUs of their own.
     pub pin: bool,

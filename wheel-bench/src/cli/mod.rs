@@ -198,31 +198,42 @@ fn run_parent(experiment: &Experiment, output: &Plan) -> Result<bool, RunError> 
         }
         Experiment::Timeouts(args) => {
             let mut results = Vec::new();
-            for &threads in &args.threads {
-                let one = Experiment::Timeouts(experiment::TimeoutsArgs {
-                    threads: vec![threads],
-                    secs: args.secs,
-                });
-                for &imp in &output.impls {
-                    let measured = child::measure(&one, imp);
-                    note(format!("timeouts {imp} x{threads}"), &measured);
-                    if let Ok(Measured {
-                        outcome: Outcome::Timeouts(outcome),
-                        cpu_s,
-                        peak_rss_kib,
-                    }) = measured
-                    {
-                        results.push(TimeoutsResult {
-                            imp,
-                            threads,
-                            outcome,
+            for run in 1..=output.runs {
+                for &threads in &args.threads {
+                    let one = Experiment::Timeouts(experiment::TimeoutsArgs {
+                        threads: vec![threads],
+                        secs: args.secs,
+                    });
+                    for &imp in &output.impls {
+                        let measured = child::measure(&one, imp);
+                        note(format!("timeouts {imp} x{threads} run {run}"), &measured);
+                        if let Ok(Measured {
+                            outcome: Outcome::Timeouts(outcome),
                             cpu_s,
                             peak_rss_kib,
-                        });
+                        }) = measured
+                        {
+                            results.push(TimeoutsResult {
+                                run,
+                                imp,
+                                threads,
+                                outcome,
+                                cpu_s,
+                                peak_rss_kib,
+                            });
+                        }
                     }
                 }
             }
-            print_rows(&report::timeouts_rows(&results), output.json)?;
+            let rows = report::timeouts_rows(&results);
+            if output.runs > 1 && !output.json {
+                let spread = report::spread_rows(&rows, 2);
+                let mut out = io::stdout().lock();
+                out.write_all(report::render_cells::<report::TimeoutsRow>(spread).as_bytes())?;
+                out.flush()?;
+            } else {
+                print_rows(&rows, output.json)?;
+            }
             if let Some(path) = &output.plot {
                 plot::timeouts(path, &results)?;
             }

@@ -140,13 +140,34 @@ fn lateness_cdf(
         .draw()
 }
 
-/// Operations per second against thread count.
+/// A point per implementation and thread count, in the order of their
+/// first run: the median of its runs' values.
+fn medians(runs: impl Iterator<Item = (Impl, usize, f64)> + Clone) -> Vec<(Impl, usize, f64)> {
+    let mut points: Vec<(Impl, usize, f64)> = Vec::new();
+    for (imp, threads, _) in runs.clone() {
+        if points.iter().any(|p| (p.0, p.1) == (imp, threads)) {
+            continue;
+        }
+        let mut values: Vec<f64> = (runs.clone())
+            .filter(|o| (o.0, o.1) == (imp, threads))
+            .map(|o| o.2)
+            .collect();
+        values.sort_by(f64::total_cmp);
+        points.push((imp, threads, median(&values)));
+    }
+    points
+}
+
+/// Operations per second against thread count; over several runs, their
+/// median.
 pub fn timeouts(path: &Path, results: &[TimeoutsResult]) -> Result<(), PlotError> {
     let root = SVGBackend::new(path, (900, 560)).into_drawing_area();
     root.fill(&WHITE)?;
-    let points: Vec<(Impl, usize, f64)> = (results.iter())
-        .map(|r| (r.imp, r.threads, r.ops_per_s() / 1e6))
-        .collect();
+    let points = medians(
+        results
+            .iter()
+            .map(|r| (r.imp, r.threads, r.ops_per_s() / 1e6)),
+    );
     let chart = OpsChart {
         caption: "timeouts: schedule(1 s) + cancel per request",
         unit: "million ops/s (all threads)",
@@ -171,19 +192,11 @@ pub fn redis(path: &Path, results: &[RedisResult]) -> Result<(), PlotError> {
         .iter()
         .zip(&workloads)
     {
-        // Over several runs, each point is the median.
-        let mut points: Vec<(Impl, usize, f64)> = Vec::new();
-        for r in results.iter().filter(|r| r.workload == *workload) {
-            if points.iter().any(|p| (p.0, p.1) == (r.imp, r.threads)) {
-                continue;
-            }
-            let mut runs: Vec<f64> = (results.iter())
-                .filter(|o| (o.imp, o.threads, o.workload) == (r.imp, r.threads, r.workload))
-                .map(|o| o.ops_per_s() / 1e3)
-                .collect();
-            runs.sort_by(f64::total_cmp);
-            points.push((r.imp, r.threads, median(&runs)));
-        }
+        let points = medians(
+            (results.iter())
+                .filter(|r| r.workload == *workload)
+                .map(|r| (r.imp, r.threads, r.ops_per_s() / 1e3)),
+        );
         let caption = match workload {
             Workload::Set => "redis set: SET per op, one shared connection",
             Workload::List => "redis list: DEL + LPUSH x20 + LRANGE per op, one shared connection",

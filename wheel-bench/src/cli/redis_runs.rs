@@ -135,7 +135,7 @@ pub fn run(args: &RedisArgs, plan: &Plan) -> Result<bool, RunError> {
     if plan.runs > 1 && !plan.json {
         let mut out = io::stdout().lock();
         out.write_all(
-            report::render_cells::<report::RedisRow>(report::spread_rows(&rows)).as_bytes(),
+            report::render_cells::<report::RedisRow>(report::spread_rows(&rows, 3)).as_bytes(),
         )?;
         out.flush()?;
     } else {

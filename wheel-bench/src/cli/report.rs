@@ -28,6 +28,8 @@ pub struct DelayResult {
 /// One implementation's `timeouts` run at one thread count.
 #[derive(Clone, Debug)]
 pub struct TimeoutsResult {
+    /// Which of the `--runs`, from 1.
+    pub run: usize,
     /// Which implementation.
     pub imp: Impl,
     /// Threads looping.
@@ -164,10 +166,18 @@ pub struct TimeoutsRow {
     ns_per_op: Num<1>,
     #[tabled(rename = "vs heap")]
     ratio_to_heap: Num<2>,
+    /// Against the best way of holding wheel-sync (any row of a wheel-sync
+    /// shape but `wheel-queue`, another API) in the same run and thread
+    /// count.
+    #[tabled(rename = "vs best way")]
+    ratio_to_best_way: Num<2>,
     #[tabled(rename = "CPU s")]
     cpu_s: Num<2>,
     #[tabled(rename = "peak RSS MiB")]
     peak_rss_mib: Num<1>,
+    /// Which run; the table gives the spread over all of them instead.
+    #[tabled(skip)]
+    run: usize,
 }
 
 /// A `redis` row.
@@ -246,13 +256,24 @@ pub fn delay_rows(args: &DelayArgs, results: &[DelayResult]) -> Vec<DelayRow> {
         .collect()
 }
 
-/// The `timeouts` rows: one per implementation and thread count, each
-/// compared with `heap` at the same thread count.
+/// The `timeouts` rows: one per run, implementation and thread count, each
+/// compared with `heap` and with the best way of holding wheel-sync at the
+/// same run and thread count.
 pub fn timeouts_rows(results: &[TimeoutsResult]) -> Vec<TimeoutsRow> {
+    let beside = |a: &TimeoutsResult, b: &TimeoutsResult| (a.run, a.threads) == (b.run, b.threads);
+    let holds_the_service = |r: &TimeoutsResult| {
+        r.imp
+            .shape("timeouts")
+            .is_some_and(|shape| shape != "queue")
+    };
     (results.iter())
         .map(|r| {
             let ops_per_s = r.ops_per_s();
-            let heap = (results.iter()).find(|h| h.imp == Impl::Heap && h.threads == r.threads);
+            let heap = (results.iter()).find(|h| h.imp == Impl::Heap && beside(h, r));
+            let best_way = (results.iter())
+                .filter(|b| holds_the_service(b) && beside(b, r))
+                .map(TimeoutsResult::ops_per_s)
+                .max_by(f64::total_cmp);
             TimeoutsRow {
                 imp: r.imp.name(),
                 threads: r.threads,
@@ -260,8 +281,10 @@ pub fn timeouts_rows(results: &[TimeoutsResult]) -> Vec<TimeoutsRow> {
                 // The wall time one thread spends per operation.
                 ns_per_op: Num(1e9 * r.threads as f64 / ops_per_s),
                 ratio_to_heap: Num(heap.map_or(f64::NAN, |h| ops_per_s / h.ops_per_s())),
+                ratio_to_best_way: Num(best_way.map_or(f64::NAN, |b| ops_per_s / b)),
                 cpu_s: Num(r.cpu_s),
                 peak_rss_mib: mib(r.peak_rss_kib),
+                run: r.run,
             }
         })
         .collect()
@@ -297,22 +320,22 @@ pub fn redis_rows(results: &[RedisResult]) -> Vec<RedisRow> {
         .collect()
 }
 
-/// The `redis` table over several runs: a row per mechanism, caller count
-/// and workload, in the order of their first run, each number the median
-/// over the runs and, where they differ, their min-max.
-pub fn spread_rows(rows: &[RedisRow]) -> Vec<Vec<String>> {
+/// A table over several runs: a row per group of rows whose first `key`
+/// cells agree (the mechanism, its thread or caller count, ...), in the
+/// order of their first run, each number the median over the runs and,
+/// where they differ, their min-max.
+pub fn spread_rows<R: Tabled>(rows: &[R], key: usize) -> Vec<Vec<String>> {
     let mut groups: Vec<Vec<Vec<String>>> = Vec::new();
     for row in rows {
         let cells: Vec<String> = row.fields().into_iter().map(|c| c.into_owned()).collect();
-        let key = |cells: &[String]| [cells[0].clone(), cells[1].clone(), cells[2].clone()];
-        match (groups.iter_mut()).find(|g| key(&g[0]) == key(&cells)) {
+        match (groups.iter_mut()).find(|g| g[0][..key] == cells[..key]) {
             Some(group) => group.push(cells),
             None => groups.push(vec![cells]),
         }
     }
     (groups.iter())
         .map(|runs| {
-            (0..RedisRow::LENGTH)
+            (0..R::LENGTH)
                 .map(|i| spread((runs.iter()).map(|cells| cells[i].as_str())))
                 .collect()
         })

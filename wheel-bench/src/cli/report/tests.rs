@@ -90,6 +90,7 @@ fn table_aligns_under_headers() {
 #[test]
 fn timeouts_ratio_is_against_heap_at_the_same_threads() {
     let row = |imp, threads, ops| TimeoutsResult {
+        run: 1,
         imp,
         threads,
         outcome: TimeoutsOutcome {
@@ -115,6 +116,62 @@ fn timeouts_ratio_is_against_heap_at_the_same_threads() {
     );
     assert!(lines[2].contains(r#""ratio_to_heap":null"#), "{}", lines[2]);
     assert!(render(&rows).lines().nth(3).unwrap().contains(" - "));
+}
+
+#[test]
+fn timeouts_compare_with_the_best_way_of_holding_the_service_in_the_same_run() {
+    let row = |run, imp, ops| TimeoutsResult {
+        run,
+        imp,
+        threads: 2,
+        outcome: TimeoutsOutcome {
+            ops,
+            elapsed_ns: 1_000_000_000,
+            cpu_ns: 1_000_000_000,
+        },
+        cpu_s: 1.0,
+        peak_rss_kib: 2048,
+    };
+    let rows = timeouts_rows(&[
+        row(1, Impl::WheelShared, 400),
+        row(1, Impl::WheelCloneEach, 300),
+        // Faster, but another API: not a way of holding the service.
+        row(1, Impl::WheelQueue, 800),
+        row(1, Impl::Heap, 100),
+        row(2, Impl::WheelShared, 200),
+        row(2, Impl::WheelCloneEach, 200),
+        row(2, Impl::Heap, 50),
+    ]);
+    let json = json_lines(&rows);
+    let lines: Vec<&str> = json.lines().collect();
+    assert!(
+        lines[1].contains(r#""ratio_to_best_way":0.75"#),
+        "{}",
+        lines[1]
+    );
+    assert!(
+        lines[2].contains(r#""ratio_to_best_way":2.0"#),
+        "{}",
+        lines[2]
+    );
+    // Against the heap and the best way of its own run, not the first run's.
+    assert!(
+        lines[5].contains(r#""ratio_to_best_way":1.0"#),
+        "{}",
+        lines[5]
+    );
+    assert!(lines[5].contains(r#""ratio_to_heap":4.0"#), "{}", lines[5]);
+    assert!(lines[5].contains(r#""run":2"#), "{}", lines[5]);
+    let table = spread_rows(&rows, 2);
+    assert_eq!(table.len(), 4, "a row per implementation and thread count");
+    let clone_each = &table[1];
+    assert_eq!(clone_each[0], "wheel/clone-each");
+    // 0.75 and 1.00 of the best way: the median of two is their mean.
+    assert_eq!(clone_each[5], "0.88 (0.75-1.00)");
+    assert!(
+        !render(&rows).contains("run"),
+        "the table has no run column"
+    );
 }
 
 fn redis_result(run: usize, imp: Impl, ops: u64, cpu_s: f64) -> RedisResult {
@@ -219,7 +276,7 @@ fn spread_rows_give_the_median_and_min_max_of_each_figure() {
         redis_result(3, Impl::None, 400, 0.2),
         redis_result(3, Impl::Wheel, 200, 0.3),
     ]);
-    let table = spread_rows(&rows);
+    let table = spread_rows(&rows, 3);
     assert_eq!(table.len(), 2);
     let wheel = &table[1];
     assert_eq!(wheel[0], "wheel");
