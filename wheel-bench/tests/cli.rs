@@ -205,20 +205,27 @@ fn quick_delay_prints_json_rows_and_plots() {
     assert!(row["peak_rss_mib"].as_f64().unwrap() > 0.0);
 }
 
-#[test]
-fn quick_timeouts_prints_json_rows() {
-    let out = wheel_bench(&[
+/// `timeouts` of `wheel` and `heap` at one thread for 0.1 s, with `flags`:
+/// its output and its progress lines.
+fn timeouts_of_wheel_and_heap(flags: &[&str]) -> (String, String) {
+    let mut args = vec![
         "timeouts",
-        "--quick",
-        "--json",
         "--impls",
         "wheel,heap",
         "--threads",
         "1",
         "--secs",
         "0.1",
-    ]);
+    ];
+    args.extend_from_slice(flags);
+    let out = wheel_bench(&args);
     let stdout = stdout_of_success(&out);
+    (stdout, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn quick_timeouts_prints_json_rows() {
+    let (stdout, _) = timeouts_of_wheel_and_heap(&["--quick", "--json"]);
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.len(), 2, "{stdout}");
     let (wheel, keys) = parse_row(lines[0]);
@@ -250,23 +257,11 @@ fn quick_timeouts_prints_json_rows() {
 
 #[test]
 fn timeouts_over_several_runs_prints_a_row_per_implementation() {
-    let out = wheel_bench(&[
-        "timeouts",
-        "--runs",
-        "2",
-        "--impls",
-        "wheel,heap",
-        "--threads",
-        "1",
-        "--secs",
-        "0.1",
-    ]);
-    let stdout = stdout_of_success(&out);
+    let (stdout, stderr) = timeouts_of_wheel_and_heap(&["--runs", "2"]);
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.len(), 3, "a header and a row each: {stdout}");
     assert!(lines[1].starts_with("wheel "), "{stdout}");
     assert!(lines[2].starts_with("heap "), "{stdout}");
     // Each run was measured apart: two runs, as the progress lines say.
-    let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("timeouts heap x1 run 2: done"), "{stderr}");
 }

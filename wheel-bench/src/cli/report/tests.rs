@@ -87,10 +87,10 @@ fn table_aligns_under_headers() {
     assert!(lines[1].contains(" - "), "no `-` for the service columns");
 }
 
-#[test]
-fn timeouts_ratio_is_against_heap_at_the_same_threads() {
-    let row = |imp, threads, ops| TimeoutsResult {
-        run: 1,
+/// `ops` operations in one second of CPU and wall time.
+fn timeouts_result(run: usize, imp: Impl, threads: usize, ops: u64) -> TimeoutsResult {
+    TimeoutsResult {
+        run,
         imp,
         threads,
         outcome: TimeoutsOutcome {
@@ -100,7 +100,12 @@ fn timeouts_ratio_is_against_heap_at_the_same_threads() {
         },
         cpu_s: 1.0,
         peak_rss_kib: 2048,
-    };
+    }
+}
+
+#[test]
+fn timeouts_ratio_is_against_heap_at_the_same_threads() {
+    let row = |imp, threads, ops| timeouts_result(1, imp, threads, ops);
     let rows = timeouts_rows(&[
         row(Impl::Heap, 1, 100),
         row(Impl::Tokio, 1, 300),
@@ -120,18 +125,7 @@ fn timeouts_ratio_is_against_heap_at_the_same_threads() {
 
 #[test]
 fn timeouts_compare_with_the_best_way_of_holding_the_service_in_the_same_run() {
-    let row = |run, imp, ops| TimeoutsResult {
-        run,
-        imp,
-        threads: 2,
-        outcome: TimeoutsOutcome {
-            ops,
-            elapsed_ns: 1_000_000_000,
-            cpu_ns: 1_000_000_000,
-        },
-        cpu_s: 1.0,
-        peak_rss_kib: 2048,
-    };
+    let row = |run, imp, ops| timeouts_result(run, imp, 2, ops);
     let rows = timeouts_rows(&[
         row(1, Impl::WheelShared, 400),
         row(1, Impl::WheelCloneEach, 300),
