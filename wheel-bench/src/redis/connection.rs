@@ -265,13 +265,13 @@ impl Wire {
             // Each command leaves `settling` once its reply is counted: a late
             // or unsolicited one after its count, a live one before its caller
             // can take the outcome.
-            let settle = || self.settling.fetch_sub(1, Ordering::Release);
+            let settle = || {
+                self.settling.fetch_sub(1, Ordering::Release);
+            };
             for (reply, command) in replies.drain(..).zip(commands.drain(..)) {
                 match command {
                     Some(command) => {
-                        if !command.complete_after(outcome_of(reply), || {
-                            settle();
-                        }) {
+                        if !command.complete_after(outcome_of(reply), settle) {
                             self.late.fetch_add(1, Ordering::Relaxed);
                             settle();
                         }

@@ -2,8 +2,9 @@
 //! reply, the timeout and a failed connection race, and only the first wins.
 //!
 //! # Ground rules
-//! - The state is behind a mutex held only to read or swap it; wakes happen
-//!   after the lock is released.
+//! - The state is behind a mutex held only to read or swap it (and, in
+//!   [`InFlight::complete_after`], to run the caller's `first`, which must
+//!   not panic); wakes happen after the lock is released.
 //! - [`InFlight::complete`] moves `Waiting` to `Done` once; every later call
 //!   finds `Done` (or `Taken`) and returns `false`, so a timeout that fires
 //!   after the reply, or a reply after the timeout, changes nothing.
@@ -68,8 +69,8 @@ impl InFlight {
         let State::Waiting(waiter) = &mut *state else {
             return false;
         };
-        let waiter = waiter.take();
         first();
+        let waiter = waiter.take();
         *state = State::Done(outcome);
         drop(state);
         match waiter {
