@@ -264,4 +264,21 @@ fn timeouts_over_several_runs_prints_a_row_per_implementation() {
     assert!(lines[2].starts_with("heap "), "{stdout}");
     // Each run was measured apart: two runs, as the progress lines say.
     assert!(stderr.contains("timeouts heap x1 run 2: done"), "{stderr}");
+    // The JSON gives every run.
+    let (json, _) = timeouts_of_wheel_and_heap(&["--runs", "2", "--json"]);
+    let runs: Vec<(String, u64)> = (json.lines())
+        .map(|line| {
+            let (row, _) = parse_row(line);
+            (
+                row["impl"].as_str().unwrap().to_owned(),
+                row["run"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let expected = [("wheel", 1), ("heap", 1), ("wheel", 2), ("heap", 2)];
+    assert_eq!(
+        runs,
+        expected.map(|(imp, run)| (imp.to_owned(), run)),
+        "{json}"
+    );
 }

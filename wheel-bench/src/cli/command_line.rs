@@ -63,8 +63,11 @@ enum ExperimentFlags {
     /// Each of --threads threads loops schedule(1 s) + cancel for --secs
     /// seconds, as a client does around every request it sends. It reports
     /// total schedule+cancel pairs per second, the wall time of one pair on
-    /// one thread (ns/op), the speed-up over `heap`, the CPU time over those
-    /// seconds and the peak RSS.
+    /// one thread (ns/op), the speed-up over `heap`, the ratio to the best
+    /// way of holding wheel-sync (vs best way), the CPU time over those
+    /// seconds and the peak RSS. With --runs, every implementation runs that
+    /// many times, interleaved; the table gives each figure's median
+    /// (min-max), the JSON every run.
     Timeouts(TimeoutsFlags),
     /// Seed 001 itself: a Redis client's per-command timeouts, against a
     /// real redis-server.

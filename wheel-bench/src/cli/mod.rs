@@ -191,7 +191,7 @@ fn run_parent(experiment: &Experiment, output: &Plan) -> Result<bool, RunError> 
                     });
                 }
             }
-            print_rows(&report::delay_rows(args, &results), output.json)?;
+            print_rows(&report::delay_rows(args, &results), output.json, 1, 0)?;
             if let Some(path) = &output.plot {
                 plot::delay(path, args, &results)?;
             }
@@ -225,15 +225,9 @@ fn run_parent(experiment: &Experiment, output: &Plan) -> Result<bool, RunError> 
                     }
                 }
             }
+            // Grouped by implementation and thread count over the runs.
             let rows = report::timeouts_rows(&results);
-            if output.runs > 1 && !output.json {
-                let spread = report::spread_rows(&rows, 2);
-                let mut out = io::stdout().lock();
-                out.write_all(report::render_cells::<report::TimeoutsRow>(spread).as_bytes())?;
-                out.flush()?;
-            } else {
-                print_rows(&rows, output.json)?;
-            }
+            print_rows(&rows, output.json, output.runs, 2)?;
             if let Some(path) = &output.plot {
                 plot::timeouts(path, &results)?;
             }
@@ -243,10 +237,19 @@ fn run_parent(experiment: &Experiment, output: &Plan) -> Result<bool, RunError> 
     Ok(all_ok)
 }
 
-/// Prints `rows` on stdout as JSON lines or as the table.
-fn print_rows<R: Serialize + Tabled>(rows: &[R], json: bool) -> io::Result<()> {
+/// Prints `rows` on stdout as JSON lines, every run's, or as the table;
+/// over several `runs`, the table has a row per group of rows whose first
+/// `key` cells agree, with the spread of each figure.
+fn print_rows<R: Serialize + Tabled>(
+    rows: &[R],
+    json: bool,
+    runs: usize,
+    key: usize,
+) -> io::Result<()> {
     let text = if json {
         report::json_lines(rows)
+    } else if runs > 1 {
+        report::render_cells::<R>(report::spread_rows(rows, key))
     } else {
         report::render(rows)
     };

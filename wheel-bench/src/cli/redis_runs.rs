@@ -4,8 +4,6 @@
 //! workload through every mechanism, then again), so that a drift of the
 //! machine's load falls on all of them alike.
 
-use std::io::{self, Write};
-
 use wheel_bench::affinity::CpuSet;
 use wheel_bench::redis::RedisServer;
 
@@ -131,16 +129,9 @@ pub fn run(args: &RedisArgs, plan: &Plan) -> Result<bool, RunError> {
         }
     }
     drop(server);
+    // Grouped by mechanism, caller count and workload over the runs.
     let rows = report::redis_rows(&results);
-    if plan.runs > 1 && !plan.json {
-        let mut out = io::stdout().lock();
-        out.write_all(
-            report::render_cells::<report::RedisRow>(report::spread_rows(&rows, 3)).as_bytes(),
-        )?;
-        out.flush()?;
-    } else {
-        print_rows(&rows, plan.json)?;
-    }
+    print_rows(&rows, plan.json, plan.runs, 3)?;
     if let Some(path) = &plan.plot {
         plot::redis(path, &results)?;
     }

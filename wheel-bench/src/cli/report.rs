@@ -47,6 +47,11 @@ impl TimeoutsResult {
     pub fn ops_per_s(&self) -> f64 {
         self.outcome.ops as f64 / (self.outcome.elapsed_ns.max(1) as f64 / 1e9)
     }
+
+    /// Whether `other` ran in the same run at the same thread count.
+    fn beside(&self, other: &TimeoutsResult) -> bool {
+        (self.run, self.threads) == (other.run, other.threads)
+    }
 }
 
 /// One mechanism's `redis` run at one caller count and workload.
@@ -260,7 +265,6 @@ pub fn delay_rows(args: &DelayArgs, results: &[DelayResult]) -> Vec<DelayRow> {
 /// compared with `heap` and with the best way of holding wheel-sync at the
 /// same run and thread count.
 pub fn timeouts_rows(results: &[TimeoutsResult]) -> Vec<TimeoutsRow> {
-    let beside = |a: &TimeoutsResult, b: &TimeoutsResult| (a.run, a.threads) == (b.run, b.threads);
     let holds_the_service = |r: &TimeoutsResult| {
         r.imp
             .shape("timeouts")
@@ -269,9 +273,9 @@ pub fn timeouts_rows(results: &[TimeoutsResult]) -> Vec<TimeoutsRow> {
     (results.iter())
         .map(|r| {
             let ops_per_s = r.ops_per_s();
-            let heap = (results.iter()).find(|h| h.imp == Impl::Heap && beside(h, r));
+            let heap = (results.iter()).find(|h| h.imp == Impl::Heap && h.beside(r));
             let best_way = (results.iter())
-                .filter(|b| holds_the_service(b) && beside(b, r))
+                .filter(|b| holds_the_service(b) && b.beside(r))
                 .map(TimeoutsResult::ops_per_s)
                 .max_by(f64::total_cmp);
             TimeoutsRow {
@@ -325,6 +329,7 @@ pub fn redis_rows(results: &[RedisResult]) -> Vec<RedisRow> {
 /// order of their first run, each number the median over the runs and,
 /// where they differ, their min-max.
 pub fn spread_rows<R: Tabled>(rows: &[R], key: usize) -> Vec<Vec<String>> {
+    let key = key.min(R::LENGTH);
     let mut groups: Vec<Vec<Vec<String>>> = Vec::new();
     for row in rows {
         let cells: Vec<String> = row.fields().into_iter().map(|c| c.into_owned()).collect();

@@ -135,6 +135,8 @@ fn timeouts_compare_with_the_best_way_of_holding_the_service_in_the_same_run() {
         row(2, Impl::WheelShared, 200),
         row(2, Impl::WheelCloneEach, 200),
         row(2, Impl::Heap, 50),
+        // Another thread count: the best way there is its own.
+        timeouts_result(2, Impl::WheelCloneEach, 1, 100),
     ]);
     let json = json_lines(&rows);
     let lines: Vec<&str> = json.lines().collect();
@@ -156,8 +158,11 @@ fn timeouts_compare_with_the_best_way_of_holding_the_service_in_the_same_run() {
     );
     assert!(lines[5].contains(r#""ratio_to_heap":4.0"#), "{}", lines[5]);
     assert!(lines[5].contains(r#""run":2"#), "{}", lines[5]);
+    let lone = json.lines().last().unwrap();
+    assert!(lone.contains(r#""ratio_to_best_way":1.0"#), "{lone}");
     let table = spread_rows(&rows, 2);
-    assert_eq!(table.len(), 4, "a row per implementation and thread count");
+    assert_eq!(table.len(), 5, "a row per implementation and thread count");
+    assert_eq!(table[4][..2], ["wheel/clone-each", "1"]);
     let clone_each = &table[1];
     assert_eq!(clone_each[0], "wheel/clone-each");
     // 0.75 and 1.00 of the best way: the median of two is their mean.
