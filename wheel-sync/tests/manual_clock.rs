@@ -161,6 +161,42 @@ fn sleeps_fired_together_are_all_woken_when_advance_returns() {
     }
 }
 
+/// tokio's `drop_after_reschedule_at_new_scheduled_time`, on both paths of
+/// a move: sleeps moved to a later tick, one after the driver filed it and
+/// one (most likely) before, fire once, at their new tick, with a sleep
+/// that was there from the start; their old copies wake no one.
+#[test]
+fn sleeps_moved_later_fire_once_at_their_new_tick() {
+    let timers = manual();
+    let start = timers.now();
+    let (count, waker) = counting_waker();
+    let mut cx = Context::from_waker(&waker);
+    let mut filed = Box::pin(timers.sleep_until(start + ms(5)));
+    let mut there = Box::pin(timers.sleep_until(start + ms(10)));
+    assert!(filed.as_mut().poll(&mut cx).is_pending());
+    assert!(there.as_mut().poll(&mut cx).is_pending());
+    // A round that files everything sent so far.
+    timers.advance(Duration::ZERO).unwrap();
+    let mut unfiled = Box::pin(timers.sleep_until(start + ms(5)));
+    assert!(unfiled.as_mut().poll(&mut cx).is_pending());
+    filed.reset(start + ms(10));
+    unfiled.reset(start + ms(10));
+    timers.advance(ms(5)).unwrap();
+    assert_eq!(
+        count.count(),
+        0,
+        "a copy left at the old tick woke its sleep"
+    );
+    assert!(filed.as_mut().poll(&mut cx).is_pending());
+    assert!(unfiled.as_mut().poll(&mut cx).is_pending());
+    timers.advance(ms(5)).unwrap();
+    assert_eq!(count.count(), 3, "each sleep woken once");
+    drop(filed);
+    drop(unfiled);
+    assert!(there.as_mut().poll(&mut cx).is_ready());
+    assert_eq!(timers.pending(), 0);
+}
+
 #[test]
 fn an_interval_ticks_on_the_manual_clock() {
     let timers = manual();
