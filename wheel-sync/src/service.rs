@@ -447,7 +447,9 @@ impl TimerService {
 
     /// Moves a [manual clock](crate::Builder::manual_clock) to the earliest
     /// deadline pending and fires what is due then, as
-    /// [`advance`](Self::advance) does; returns how far it moved the clock,
+    /// [`advance`](Self::advance) does; returns how far it moved the clock
+    /// (zero when a timer was already due, such as a sleep first polled
+    /// after the clock passed its deadline: it fires, and the clock stays),
     /// or `None`, moving nothing, if no pending timer can ever come due
     /// (none is pending, or only ones at [`Duration::MAX`] and the like).
     /// Timers submitted from any thread before the call count; with several

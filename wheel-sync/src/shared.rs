@@ -84,7 +84,9 @@
 //!    (`ANY`), as a waiting `advance` cannot be served before the held
 //!    message lands. To learn the next deadline (`advance_to_next`), a caller sets
 //!    `next_wanted` before an `advance` by zero; a round that finds it set
-//!    stores its wheels' earliest deadline in `next_due`, then the
+//!    stores its wheels' earliest deadline, as it finds them before it
+//!    fires (a timer filed already due is the earliest: the clock stays),
+//!    in `next_due`, then the
 //!    `advances` it read in `next_for`, before it serves. The answer is
 //!    the caller's if `next_for` reaches its own bump; else it asks again.
 //! 7. **Shutdown** is joined once: whoever takes the driver's join handle

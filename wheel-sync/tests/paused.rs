@@ -308,3 +308,148 @@ fn other_timers_fire_on_the_way_in_deadline_order() {
     assert_eq!(timers.advance_to_next(), Ok(Some(ms(5))));
     assert_eq!(*order.lock().unwrap(), ["a", "b", "c"]);
 }
+
+/// Where a deadline lands on a manual clock of 1 ms ticks that started at
+/// `start`: the first tick at or after it (rounded up, never down).
+fn on_tick(start: Instant, deadline: Instant) -> Instant {
+    let tick = ms(1).as_nanos();
+    let ticks = (deadline - start).as_nanos().div_ceil(tick);
+    start + Duration::from_nanos(u64::try_from(ticks * tick).unwrap())
+}
+
+/// tokio's `delayed_sleep_level_0`, `sub_ms_delayed_sleep`,
+/// `delayed_sleep_wrapping_level_0`, `greater_than_max`, `long_sleeps` and
+/// `multi_long_sleeps`, one after another: each sleep ends on the first
+/// tick at or after its deadline, not a tick later, from a few milliseconds
+/// to a decade (the wheel's every level, and past its top).
+#[test]
+fn sleeps_of_every_length_end_on_the_first_tick_at_or_after_their_deadline() {
+    const YEAR: Duration = Duration::from_secs(365 * 24 * 3600);
+    let timers = manual();
+    let start = timers.now();
+    let delays = [
+        ms(1),
+        ms(10),
+        ms(60),
+        ms(5),
+        ms(60),
+        ms(1) + Duration::from_nanos(1), // off the tick: rounds up to 2 ms
+        Duration::from_micros(1),
+        5 * YEAR,
+        YEAR,
+        YEAR,
+        YEAR,
+        10 * YEAR,
+    ];
+    let woke = paused(&timers, async {
+        let mut woke = Vec::new();
+        for delay in delays {
+            let deadline = timers.now() + delay;
+            timers.sleep_until(deadline).await;
+            woke.push((deadline, timers.now()));
+        }
+        woke
+    });
+    for (deadline, at) in woke {
+        assert_eq!(
+            at,
+            on_tick(start, deadline),
+            "deadline {:?}",
+            deadline - start
+        );
+    }
+}
+
+/// tokio's `paused_time_is_deterministic`: thousands of random sleeps in a
+/// row, each ending exactly on its deadline's tick, and a second run with
+/// the same sleeps sees the same times.
+#[test]
+fn random_sleeps_in_a_row_end_on_their_ticks_and_a_second_run_sees_the_same() {
+    let run = || {
+        let timers = manual();
+        let start = timers.now();
+        let mut rng = common::XorShift::new(1);
+        paused(&timers, async {
+            let mut seen = Vec::new();
+            for _ in 0..2_000 {
+                let deadline = timers.now() + Duration::from_nanos(rng.below(1_000_000_000));
+                timers.sleep_until(deadline).await;
+                assert_eq!(timers.now(), on_tick(start, deadline));
+                seen.push(timers.now() - start);
+            }
+            seen
+        })
+    };
+    assert_eq!(run(), run());
+}
+
+/// tokio's `sleep_no_poll`, and past it: a sleep's timer is made by its
+/// first poll, so a sleep made and not polled while the clock moves waits
+/// for its deadline as usual; one whose deadline the clock passed before
+/// its first poll completes without the clock moving again, though a later
+/// timer is pending (`run_paused` moves to the earliest deadline pending,
+/// and this one is earlier than the clock). Twenty services: whether the
+/// driver fires the passed timer before `run_paused` looks for the next
+/// deadline is a race, and each way must come out the same.
+#[test]
+fn a_sleep_first_polled_after_the_clock_passed_its_deadline_does_not_move_the_clock() {
+    for round in 0..20 {
+        let timers = manual();
+        let start = timers.now();
+        let mut short_of = timers.sleep_until(start + ms(300));
+        let mut passed = timers.sleep_until(start + ms(50));
+        timers.advance(ms(100)).unwrap();
+        assert!(common::poll_once(&mut short_of, std::task::Waker::noop()).is_pending());
+        paused(&timers, &mut passed);
+        assert_eq!(
+            timers.now() - start,
+            ms(100),
+            "round {round}: the clock moved past a deadline it had passed"
+        );
+        assert!(!short_of.is_elapsed(), "round {round}: fired on the way");
+        paused(&timers, &mut short_of);
+        assert_eq!(timers.now() - start, ms(300));
+        assert_eq!(timers.pending(), 0);
+    }
+}
+
+/// The tick count after each fourth tick of `every`, taken by a task that,
+/// after each other tick, wakes itself and returns `Pending`.
+async fn every_fourth_tick(every: &mut wheel_sync::Interval, ticks: &mut u32) -> u32 {
+    poll_fn(|cx| {
+        if every.poll_tick(cx).is_pending() {
+            return Poll::Pending;
+        }
+        *ticks += 1;
+        if *ticks % 4 == 0 {
+            return Poll::Ready(*ticks);
+        }
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    })
+    .await
+}
+
+/// tokio's `stream_with_interval_poll_tick_self_waking`: a task that takes
+/// a tick, wakes itself and returns `Pending` is polled again and keeps
+/// ticking on schedule, well within a timeout.
+#[test]
+fn an_interval_polled_again_by_its_own_wake_keeps_its_schedule() {
+    let timers = manual();
+    let start = timers.now();
+    let mut every = timers.interval(ms(10));
+    let mut ticks = 0;
+    let out = paused(&timers, async {
+        let handed_out = async {
+            let mut out = Vec::new();
+            for _ in 0..3 {
+                out.push(every_fourth_tick(&mut every, &mut ticks).await);
+            }
+            out
+        };
+        let out = timers.timeout(ms(150), handed_out).await;
+        (out, timers.now() - start)
+    });
+    // The twelfth tick is due at 110 ms: eleven periods after the first.
+    assert_eq!(out, (Ok(vec![4, 8, 12]), ms(110)));
+}
