@@ -1,7 +1,8 @@
 //! The `Sleep` and `Timeout` futures: the latest waker is woken, and every
 //! task a round fires even past a panicking waker; reset moves a deadline
-//! either way and re-arms; drop cancels; and all of it works under a
-//! hand-rolled executor and tokio's two runtimes.
+//! either way and re-arms; drop cancels; a deadline of now needs no timer;
+//! a timeout elapses past a busy future and lets its panic through; and all
+//! of it works under a hand-rolled executor and tokio's two runtimes.
 #![cfg(not(loom))]
 
 use std::pin::Pin;
@@ -482,4 +483,79 @@ fn a_replaced_waker_whose_drop_ends_the_service_does_not_deadlock() {
         "the poll that replaced the waker hung"
     );
     assert_eq!(repolled.join().unwrap(), (true, true));
+}
+
+/// tokio's `immediate_sleep`, `short_sleeps`, `simultaneous_deadline_future_completion`
+/// and `deadline_now_elapses`: a deadline that is the clock's present is
+/// one that has passed, so the sleep or timeout completes at its first
+/// poll, with no timer and without the clock moving.
+#[test]
+fn a_deadline_equal_to_now_completes_at_the_first_poll_with_no_timer() {
+    let timers = common::manual();
+    timers.advance(Duration::from_millis(5)).unwrap();
+    let now = timers.now();
+    let mut sleep = timers.sleep_until(now);
+    assert!(sleep.is_elapsed());
+    assert_eq!(poll_once(&mut sleep, Waker::noop()), Poll::Ready(()));
+    let mut lost = timers.timeout_at(now, std::future::pending::<()>());
+    assert!(matches!(
+        poll_once(&mut lost, Waker::noop()),
+        Poll::Ready(Err(_))
+    ));
+    let mut won = timers.timeout_at(now, std::future::ready(3));
+    assert_eq!(poll_once(&mut won, Waker::noop()), Poll::Ready(Ok(3)));
+    for _ in 0..1000 {
+        block_on(timers.sleep(Duration::ZERO));
+    }
+    assert_eq!(timers.now(), now);
+    assert_eq!(timers.stats().scheduled, 0, "a timer was made");
+    assert_eq!(timers.pending(), 0);
+}
+
+/// tokio's `timeout_is_not_exhausted_by_future`: an inner future that is
+/// never ready but wakes its task at every poll keeps the task busy; its
+/// timeout still elapses.
+#[test]
+fn a_timeout_elapses_though_its_future_wakes_itself_at_every_poll() {
+    let timers = TimerService::new();
+    let deadline = Instant::now() + Duration::from_millis(2);
+    let busy = std::future::poll_fn(|cx| {
+        cx.waker().wake_by_ref();
+        Poll::<()>::Pending
+    });
+    assert!(block_on(timers.timeout_at(deadline, busy)).is_err());
+    assert!(Instant::now() >= deadline, "elapsed early");
+    assert_eq!(timers.pending(), 0);
+}
+
+/// A timeout whose inner future panics: the panic is the poller's (the
+/// service catches only what it runs itself), nothing is left half-done,
+/// and dropping the timeout as the panic unwinds cancels its timer.
+#[test]
+fn a_timeout_whose_future_panics_lets_the_panic_through_and_its_drop_cancels_the_timer() {
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+    let timers = TimerService::new();
+    for panic_at in [1, 2] {
+        let mut polls = 0;
+        let inner = std::future::poll_fn(move |_| {
+            polls += 1;
+            assert!(polls < panic_at, "an inner future that panics");
+            Poll::<()>::Pending
+        });
+        let mut timeout = timers.timeout(HOUR, inner);
+        let poll_until_it_panics =
+            AssertUnwindSafe(
+                || {
+                    while poll_once(&mut timeout, Waker::noop()).is_pending() {}
+                },
+            );
+        assert!(catch_unwind(poll_until_it_panics).is_err());
+        // Panicking at its second poll, the first had made the timer.
+        assert_eq!(timers.pending(), panic_at - 1, "panic at poll {panic_at}");
+        drop(timeout);
+        assert_eq!(timers.pending(), 0, "panic at poll {panic_at}");
+    }
+    assert_eq!(timers.stats().cancelled, 1);
+    // The driver never saw the panic: a timer still fires.
+    block_on(timers.sleep(Duration::from_millis(1)));
 }

@@ -1,6 +1,6 @@
 //! `Interval`: ticks on the schedule and never early, what each
 //! `MissedTickBehavior` does after a stall, reset, one timer for a whole
-//! life, and shutdown.
+//! life, a period of one nanosecond, and shutdown.
 //!
 //! Stalls are real sleeps of the test thread; what is asserted is the
 //! deadlines the interval returns, which follow from the stall's lower bound
@@ -14,6 +14,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use wheel_sync::{Interval, MissedTickBehavior, TimerService};
+
+mod common;
+use common::{counting_waker, manual, ms};
 
 /// How long a tick may take before a test gives up on it.
 const PATIENCE: Duration = Duration::from_secs(10);
@@ -179,4 +182,100 @@ fn after_shutdown_a_tick_not_yet_due_is_reported_and_panics_when_polled() {
     assert!(interval.is_shut_down());
     let polled = catch_unwind(AssertUnwindSafe(|| poll_now(&mut interval)));
     assert!(polled.is_err(), "polled {polled:?}");
+}
+
+/// tokio's `reset_at_bigger_than_interval`, on a manual clock: moved
+/// further out than a period, the schedule holds every tick until the new
+/// start (the waiting task is not woken meanwhile), then runs a period
+/// apart from it.
+#[test]
+fn reset_at_beyond_a_period_holds_every_tick_until_then() {
+    let timers = manual();
+    let start = timers.now();
+    let (wakes, waker) = counting_waker();
+    let mut cx = Context::from_waker(&waker);
+    let mut every = timers.interval_at(start, ms(300));
+    assert_eq!(every.poll_tick(&mut cx), Poll::Ready(start));
+    timers.advance(ms(300)).unwrap();
+    assert_eq!(every.poll_tick(&mut cx), Poll::Ready(start + ms(300)));
+    timers.advance(ms(100)).unwrap();
+    assert_eq!(every.poll_tick(&mut cx), Poll::Pending);
+    every.reset_at(timers.now() + ms(1000));
+    for _ in 0..3 {
+        timers.advance(ms(300)).unwrap();
+        assert_eq!(every.poll_tick(&mut cx), Poll::Pending);
+    }
+    assert_eq!(wakes.count(), 0, "woken at a tick the reset dropped");
+    timers.advance(ms(100)).unwrap();
+    assert_eq!(wakes.count(), 1);
+    assert_eq!(every.poll_tick(&mut cx), Poll::Ready(start + ms(1400)));
+    timers.advance(ms(300)).unwrap();
+    assert_eq!(every.poll_tick(&mut cx), Poll::Ready(start + ms(1700)));
+    assert_eq!(every.poll_tick(&mut cx), Poll::Pending);
+}
+
+/// A period of 1 ns on a 1 ms tick: a clock moved 10 µs owes ten thousand
+/// ticks, and `Burst` hands out each, on its own nanosecond, none early,
+/// without the driver; then the interval waits, as one timer, for the next
+/// tick the service can count. `Skip` and `Delay` then stay a nanosecond
+/// past the late tick's observation.
+#[test]
+fn a_one_nanosecond_period_owes_every_nanosecond_s_tick_and_none_early() {
+    let timers = manual();
+    let start = timers.now();
+    let ns = Duration::from_nanos;
+    let (wakes, waker) = counting_waker();
+    let mut cx = Context::from_waker(&waker);
+    let mut every = timers.interval_at(start, ns(1));
+    assert_eq!(every.poll_tick(&mut cx), Poll::Ready(start));
+    timers.advance(Duration::from_micros(10)).unwrap();
+    for k in 1..=10_000u32 {
+        assert_eq!(every.poll_tick(&mut cx), Poll::Ready(start + ns(1) * k));
+    }
+    assert_eq!(every.poll_tick(&mut cx), Poll::Pending);
+    assert_eq!(timers.pending(), 1);
+
+    // The next tick, at 10 001 ns, rounds up to the 1 ms tick.
+    timers.advance(ms(1) - Duration::from_micros(10)).unwrap();
+    assert_eq!(wakes.count(), 1);
+    every.set_missed_tick_behavior(MissedTickBehavior::Skip);
+    assert_eq!(every.poll_tick(&mut cx), Poll::Ready(start + ns(10_001)));
+    assert_eq!(
+        every.poll_tick(&mut cx),
+        Poll::Pending,
+        "skip left a past tick"
+    );
+    timers.advance(ms(1)).unwrap();
+    every.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    assert_eq!(every.poll_tick(&mut cx), Poll::Ready(start + ms(1) + ns(1)));
+    assert_eq!(every.poll_tick(&mut cx), Poll::Pending);
+    timers.advance(ms(1)).unwrap();
+    assert_eq!(every.poll_tick(&mut cx), Poll::Ready(start + ms(2) + ns(1)));
+    assert_eq!(timers.pending(), 1);
+}
+
+/// On a service whose tick is 1 ns, a 1 ns interval is woken by the driver
+/// for each tick as the clock moves a nanosecond at a time, and each tick
+/// comes exactly at its deadline.
+#[test]
+fn at_a_one_nanosecond_tick_a_one_nanosecond_interval_is_woken_for_every_tick() {
+    let timers = TimerService::builder()
+        .tick(Duration::from_nanos(1))
+        .manual_clock()
+        .build()
+        .unwrap();
+    let start = timers.now();
+    let (wakes, waker) = counting_waker();
+    let mut cx = Context::from_waker(&waker);
+    let mut every = timers.interval_at(start, Duration::from_nanos(1));
+    assert_eq!(every.poll_tick(&mut cx), Poll::Ready(start));
+    for k in 1..=1_000u32 {
+        assert_eq!(every.poll_tick(&mut cx), Poll::Pending, "tick {k}");
+        timers.advance(Duration::from_nanos(1)).unwrap();
+        assert_eq!(wakes.count(), k as usize, "tick {k}: not woken");
+        let due = start + Duration::from_nanos(1) * k;
+        assert_eq!(timers.now(), due);
+        assert_eq!(every.poll_tick(&mut cx), Poll::Ready(due));
+    }
+    assert!(timers.pending() <= 1);
 }

@@ -1,6 +1,7 @@
 //! A manual clock: nothing fires until `advance` moves the clock past its
 //! deadline, and everything due has fired (callbacks run, sleeps woken) by
-//! the time `advance` returns. The main test is a differential one: ten
+//! the time `advance` returns, and the clock moves by exactly what `advance`
+//! is given, to the nanosecond. The main test is a differential one: ten
 //! thousand timers of every kind, advanced in random steps, compared after
 //! each step with what should have fired by then.
 #![cfg(not(loom))]
@@ -310,5 +311,65 @@ fn advance_fires_what_is_already_due_even_when_the_clock_does_not_move() {
             round,
             "a saturated clock's advance returned first"
         );
+    }
+}
+
+/// tokio's `test_time_advance_sub_ms`, `test_time_advance_3ms_and_change`,
+/// `exact_1ms_advance` and `regression_3710_with_submillis_advance`: the
+/// clock moves by exactly what `advance` is given, to the nanosecond, though
+/// the tick is a millisecond; a sleep a minute out stays asleep meanwhile.
+#[test]
+fn advance_moves_the_clock_by_exactly_what_it_is_given_to_the_nanosecond() {
+    let timers = manual();
+    let start = timers.now();
+    let (wakes, waker) = counting_waker();
+    let mut minute = Box::pin(timers.sleep_until(start + Duration::from_secs(60)));
+    assert!(minute
+        .as_mut()
+        .poll(&mut Context::from_waker(&waker))
+        .is_pending());
+    let mut moved = Duration::ZERO;
+    for by in [
+        Duration::from_micros(51_592),
+        Duration::from_micros(1),
+        Duration::from_nanos(1),
+        Duration::from_micros(3_141_592),
+        Duration::from_micros(3_123_456),
+        ms(1),
+        ms(1),
+    ] {
+        let before = timers.now();
+        timers.advance(by).unwrap();
+        moved += by;
+        assert_eq!(timers.now() - before, by);
+        assert_eq!(timers.now(), start + moved);
+    }
+    assert_eq!(wakes.count(), 0);
+    assert!(minute
+        .as_mut()
+        .poll(&mut Context::from_waker(&waker))
+        .is_pending());
+}
+
+/// tokio's `advance_once_with_timer` and `advance_multi_with_timer`:
+/// advances shorter than a tick add up, and the one that reaches the
+/// sleep's deadline wakes it, once; none before it does.
+#[test]
+fn advances_shorter_than_a_tick_add_up_to_wake_a_sleep_at_its_deadline() {
+    for steps in [&[250, 250, 250, 250][..], &[250, 1500][..], &[999, 1][..]] {
+        let timers = manual();
+        let (wakes, waker) = counting_waker();
+        let mut cx = Context::from_waker(&waker);
+        let mut sleep = Box::pin(timers.sleep(ms(1)));
+        assert!(sleep.as_mut().poll(&mut cx).is_pending());
+        let (last, before) = steps.split_last().unwrap();
+        for &us in before {
+            timers.advance(Duration::from_micros(us)).unwrap();
+            assert_eq!(wakes.count(), 0, "{steps:?}: woken early");
+            assert!(sleep.as_mut().poll(&mut cx).is_pending(), "{steps:?}");
+        }
+        timers.advance(Duration::from_micros(*last)).unwrap();
+        assert_eq!(wakes.count(), 1, "{steps:?}: not woken at its deadline");
+        assert!(sleep.as_mut().poll(&mut cx).is_ready(), "{steps:?}");
     }
 }

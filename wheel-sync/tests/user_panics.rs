@@ -1,7 +1,8 @@
 //! User code never stops the driver: a panic from a callback, a waker, or
 //! the drop of anything a user handed in (a closure's captures, a waker) is
 //! caught and counted in `Stats::panicked`, on fire, cancel and shutdown,
-//! and every later timer still fires.
+//! and every later timer still fires; and a drop that blocks holds up only
+//! the thread that drops it (or a shutdown, which waits for it).
 #![cfg(not(loom))]
 
 use std::future::Future;
@@ -215,4 +216,73 @@ fn a_waker_whose_wake_panics_with_such_a_payload_is_caught() {
         .is_pending());
     assert!(wait_until(PATIENCE, || timers.stats().panicked == 1));
     assert_driver_alive(&timers);
+}
+
+/// Blocks as it is dropped until `release` sends (or goes).
+struct Stall(mpsc::Receiver<()>, mpsc::Sender<()>);
+
+impl Drop for Stall {
+    fn drop(&mut self) {
+        let _ = self.1.send(());
+        let _ = self.0.recv();
+    }
+}
+
+/// A capture whose drop blocks holds up only the thread that drops it: a
+/// cancel drops the closure on the cancelling thread, at once, and while
+/// that drop is stuck the driver fires what comes due.
+#[test]
+fn a_capture_whose_drop_blocks_holds_up_only_the_cancelling_thread() {
+    common::within_patience(|| {
+        let timers = TimerService::builder().manual_clock().build().unwrap();
+        let (release, stuck) = mpsc::channel();
+        let (dropping, started) = mpsc::channel();
+        let stall = Stall(stuck, dropping);
+        let handle = timers.schedule(HOUR, move || drop(stall)).unwrap();
+        let canceller = std::thread::spawn(move || handle.cancel());
+        started.recv().expect("the drop began");
+        let ran = Arc::new(AtomicUsize::new(0));
+        let count = ran.clone();
+        timers
+            .schedule(Duration::from_millis(1), move || {
+                count.fetch_add(1, SeqCst);
+            })
+            .unwrap();
+        timers.advance(Duration::from_millis(1)).unwrap();
+        assert_eq!(ran.load(SeqCst), 1, "the driver waited for the drop");
+        assert!(!canceller.is_finished(), "the drop ran elsewhere");
+        release.send(()).unwrap();
+        assert!(canceller.join().unwrap(), "the cancel lost");
+        assert_eq!(timers.pending(), 0);
+    });
+}
+
+/// Captures whose drops block a while at shutdown: the shutdown waits for
+/// them and returns with every one dropped and counted unfired.
+#[test]
+fn captures_whose_drops_block_at_shutdown_are_waited_for_and_counted() {
+    struct Slow(Arc<AtomicUsize>);
+    impl Drop for Slow {
+        fn drop(&mut self) {
+            std::thread::sleep(Duration::from_millis(5));
+            self.0.fetch_add(1, SeqCst);
+        }
+    }
+    let timers = TimerService::new();
+    let dropped = Arc::new(AtomicUsize::new(0));
+    for _ in 0..4 {
+        let slow = Slow(dropped.clone());
+        timers.schedule(HOUR, move || drop(slow)).unwrap();
+        let slow = Slow(dropped.clone());
+        timers.schedule_detached(HOUR, move || drop(slow)).unwrap();
+    }
+    let observer = timers.clone();
+    let report = timers.shutdown().unwrap();
+    assert_eq!(report.unfired, 8);
+    assert_eq!(
+        dropped.load(SeqCst),
+        8,
+        "shutdown returned before the drops"
+    );
+    assert_eq!(observer.pending(), 0);
 }
