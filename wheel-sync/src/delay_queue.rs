@@ -30,8 +30,10 @@ use key::Renames;
 ///
 /// The items live in a [`wheel_core::Wheel`] inside the queue: inserting,
 /// removing or moving one is O(1) and touches no other thread. The queue
-/// keeps one [`Sleep`] on its service, due at the earliest deadline, to wake
-/// the task that polls it; so a queue of a million items is one pending
+/// keeps one [`Sleep`] on its service to wake the task that polls it, due
+/// by the earliest deadline (at it, or, as tokio-util's, at the start of the
+/// wheel slot that holds it, where a poll finds nothing due and waits
+/// again); so a queue of a million items is one pending
 /// timer to the service. Nothing comes out before its deadline: deadlines
 /// round up to the service's tick. Items already due come out first (in
 /// no particular order), then the rest in deadline order.
