@@ -52,18 +52,32 @@ impl Clock {
     }
 
     /// Moves a manual clock forward by `by` (saturating after 584 years);
-    /// returns its new time in nanoseconds past the origin, or `None` for
-    /// the monotonic clock, which only time moves.
-    pub(crate) fn advance(&self, by: Duration) -> Option<u64> {
+    /// returns how far it moved, or `None` for the monotonic clock, which
+    /// only time moves.
+    pub(crate) fn advance(&self, by: Duration) -> Option<Duration> {
         let by = u64::try_from(by.as_nanos()).unwrap_or(u64::MAX);
+        self.move_manual(|t| t.saturating_add(by))
+    }
+
+    /// Moves a manual clock to the start of `tick`, unless it is there or
+    /// past it already; returns how far it moved, or `None` for the
+    /// monotonic clock. One step from read to write: threads moving it to
+    /// the same tick at once leave it there, where adding the distance each
+    /// had read would have carried it past.
+    pub(crate) fn advance_to_tick(&self, tick: u64) -> Option<Duration> {
+        let to = tick.saturating_mul(self.tick_ns);
+        self.move_manual(|t| t.max(to))
+    }
+
+    /// Sets a manual clock to `to(its time)`, in one step; returns how far
+    /// it moved.
+    fn move_manual(&self, to: impl Fn(u64) -> u64) -> Option<Duration> {
         let ns = self.manual_ns.as_ref()?;
         // Release: pairs with `manual_ns`'s Acquire.
         let before = ns
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| {
-                Some(t.saturating_add(by))
-            })
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| Some(to(t)))
             .unwrap_or_else(|t| t);
-        Some(before.saturating_add(by))
+        Some(Duration::from_nanos(to(before) - before))
     }
 
     /// Nanoseconds from the origin to `t` (0 before it), saturating after
@@ -197,5 +211,49 @@ impl Clock {
         let secs = u64::try_from(ns / 1_000_000_000).ok()?;
         let sub = (ns % 1_000_000_000) as u32;
         self.origin.checked_add(Duration::new(secs, sub))
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// Threads that each found the same next deadline move the clock to it
+    /// at once: it ends on the deadline, not past it, and the distances
+    /// they report add up to the one it moved (`advance_to_next` from
+    /// several threads; a step computed from a time read before the other
+    /// thread's move carried the clock past the deadline).
+    #[test]
+    fn moves_to_one_tick_at_once_leave_the_clock_on_it() {
+        let tick = 7;
+        for _ in 0..if cfg!(miri) { 4 } else { 200 } {
+            let clock = Clock::new(Duration::from_millis(1), true);
+            let start = std::sync::Barrier::new(2);
+            let moved: Vec<Duration> = std::thread::scope(|s| {
+                let mover = || {
+                    start.wait();
+                    clock.advance_to_tick(tick).unwrap()
+                };
+                let other = s.spawn(mover);
+                vec![mover(), other.join().unwrap()]
+            });
+            assert_eq!(clock.manual_ns(), Some(7_000_000));
+            assert_eq!(moved.iter().sum::<Duration>(), Duration::from_millis(7));
+        }
+    }
+
+    #[test]
+    fn a_move_to_a_tick_already_passed_leaves_the_clock_where_it_is() {
+        let clock = Clock::new(Duration::from_millis(1), true);
+        assert_eq!(
+            clock.advance(Duration::from_millis(10)),
+            Some(Duration::from_millis(10))
+        );
+        assert_eq!(clock.advance_to_tick(4), Some(Duration::ZERO));
+        assert_eq!(clock.manual_ns(), Some(10_000_000));
+        assert_eq!(
+            Clock::new(Duration::from_millis(1), false).advance_to_tick(4),
+            None
+        );
     }
 }

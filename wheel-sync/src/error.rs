@@ -67,7 +67,8 @@ impl fmt::Display for ShutdownError {
 
 impl std::error::Error for ShutdownError {}
 
-/// Why [`TimerService::advance`](crate::TimerService::advance) did not move the clock.
+/// Why [`TimerService::advance`](crate::TimerService::advance) did not move
+/// the clock, or did not wait for what came due.
 ///
 /// # Examples
 /// ```
@@ -83,6 +84,8 @@ pub enum AdvanceError {
     /// [`Builder::manual_clock`](crate::Builder::manual_clock) can be advanced.
     NotManual,
     /// The service shut down before the timers due by the new time fired.
+    /// One already shut down when called keeps its clock where it was; one
+    /// that shuts down during the call may have moved it.
     Shutdown,
     /// [`TimerService::advance_to_next`](crate::TimerService::advance_to_next)
     /// or [`run_paused`](crate::TimerService::run_paused) was called from a

@@ -476,12 +476,7 @@ impl TimerService {
         let Some(tick) = shared.next_deadline()? else {
             return Ok(None);
         };
-        let clock = &shared.clock;
-        let by = clock
-            .deadline_of(tick)
-            .saturating_duration_since(clock.now());
-        shared.advance(by)?;
-        Ok(Some(by))
+        shared.advance_to_tick(tick).map(Some)
     }
 
     /// Live timers: scheduled callbacks, sleeps and timeouts that have not

@@ -94,6 +94,7 @@
 //!    returns only once the service is down.
 
 use core::fmt;
+use core::time::Duration;
 use crossbeam_utils::CachePadded;
 
 use crate::clock::{Clock, NEVER};
@@ -112,7 +113,7 @@ use crate::{AdvanceError, ScheduleError, ShutdownError, ShutdownReport};
 /// submissions.
 pub(crate) const BATCH: usize = if cfg!(loom) { 2 } else { 4096 };
 /// The longest the driver sleeps while timers are pending.
-pub(crate) const RECLAIM_EVERY: core::time::Duration = core::time::Duration::from_millis(100);
+pub(crate) const RECLAIM_EVERY: Duration = Duration::from_millis(100);
 
 /// The driver's word while it runs a round.
 pub(crate) const AWAKE: u64 = 0;
@@ -486,25 +487,42 @@ impl Shared {
     /// Moves a manual clock forward by `by` and waits until the driver has
     /// served a round begun after it; from the driver thread (a callback),
     /// returns at once.
-    pub(crate) fn advance(&self, by: core::time::Duration) -> Result<(), AdvanceError> {
-        self.advance_served(by).map(drop)
+    pub(crate) fn advance(&self, by: Duration) -> Result<(), AdvanceError> {
+        self.advance_served(|clock| clock.advance(by)).map(drop)
     }
 
-    /// [`Self::advance`], returning its bump of `advances`.
-    fn advance_served(&self, by: core::time::Duration) -> Result<u64, AdvanceError> {
-        self.clock.advance(by).ok_or(AdvanceError::NotManual)?;
+    /// Moves a manual clock to the start of `tick` (if it is not past it)
+    /// and waits as [`Self::advance`] does; returns how far it moved.
+    pub(crate) fn advance_to_tick(&self, tick: u64) -> Result<Duration, AdvanceError> {
+        self.advance_served(|clock| clock.advance_to_tick(tick))
+            .map(|(_, moved)| moved)
+    }
+
+    /// [`Self::advance`], with the move `step` makes (it returns how far it
+    /// moved the clock, `None` for the monotonic clock), returning its bump
+    /// of `advances` and that distance. A service already shut down keeps
+    /// its clock where it is.
+    fn advance_served(
+        &self,
+        step: impl FnOnce(&Clock) -> Option<Duration>,
+    ) -> Result<(u64, Duration), AdvanceError> {
+        if self.clock.manual_ns().is_none() {
+            return Err(AdvanceError::NotManual);
+        }
+        self.refuse_if_shut_down()?;
+        let moved = step(&self.clock).ok_or(AdvanceError::NotManual)?;
         let mine = self.advances.fetch_add(1, Ordering::AcqRel) + 1;
         fence(Ordering::SeqCst);
         self.wake_driver_if(|_| true);
         if self.on_driver_thread() {
-            return self.refuse_if_shut_down().map(|()| mine);
+            return self.refuse_if_shut_down().map(|()| (mine, moved));
         }
         let backoff = Backoff::new();
         while self.served.load(Ordering::Acquire) < mine {
             self.refuse_if_shut_down()?;
             backoff.snooze();
         }
-        Ok(mine)
+        Ok((mine, moved))
     }
 
     /// The tick of the earliest deadline pending once every timer
@@ -515,7 +533,7 @@ impl Shared {
         }
         loop {
             self.next_wanted.store(true, Ordering::Relaxed);
-            let mine = self.advance_served(core::time::Duration::ZERO)?;
+            let (mine, _) = self.advance_served(|clock| clock.advance(Duration::ZERO))?;
             // A round that read `advances` before this bump may have taken
             // the request: its answer is too old, and this one asks again.
             // With callers on two threads the count read may be a later
