@@ -36,7 +36,8 @@ impl TimerService {
     ///
     /// # Errors
     /// As [`advance_to_next`](Self::advance_to_next): not a manual clock, a
-    /// shutdown while the future waits on a timer, or a call from a callback.
+    /// shutdown while the future waits (it is not polled again: its sleeps
+    /// would panic), or a call from a callback.
     ///
     /// # Examples
     /// ```
@@ -71,6 +72,11 @@ impl TimerService {
                 if self.advance_to_next()?.is_none() {
                     thread::park_timeout(IDLE_LOOK);
                 }
+            }
+            // A shutdown wakes every sleep it abandons, and an abandoned
+            // sleep panics when polled: report it instead.
+            if self.shared().is_shut_down() {
+                return Err(AdvanceError::Shutdown);
             }
         }
     }

@@ -154,11 +154,13 @@ impl Sleep {
     /// ```
     pub fn reset(&mut self, deadline: Instant) {
         self.deadline = deadline;
+        let lane = &*self.lane;
+        // Before the shutdown's check: a deadline passed completes the
+        // sleep whether or not its timer was abandoned.
+        self.passed = deadline <= lane.shared.clock.now();
         if self.entry.as_ref().is_some_and(|e| e.state() == ABANDONED) {
             return; // abandoned by a shutdown, for good
         }
-        let lane = &*self.lane;
-        self.passed = deadline <= lane.shared.clock.now();
         let Some(entry) = &self.entry else {
             return; // its first poll makes the timer
         };

@@ -104,7 +104,8 @@ fn produce(round: &Round, seed: u64, ops: usize, shut: &AtomicBool) -> Tally {
     let mut tally = Tally::default();
     let mut handles: Vec<(TimerHandle, Scheduled)> = Vec::new();
     let mut dropped: Vec<Scheduled> = Vec::new();
-    // With whether a reset after shutdown refused it (see `5`).
+    // With whether it was settled before a reset after the shutdown (see
+    // `5`).
     let mut sleeps: Vec<(Sleep, bool)> = Vec::new();
     let mut cx = Context::from_waker(Waker::noop());
     // At least `ops` operations, and on until the shutdown: every round
@@ -173,11 +174,13 @@ fn produce(round: &Round, seed: u64, ops: usize, shut: &AtomicBool) -> Tally {
                 // shutdown is under way (the lock) it is always admitted,
                 // and whether it had fired adds one to both sides of the
                 // count. After the shutdown it is refused, and the sleep,
-                // which did fire, is shut down from then on.
+                // which did fire, is shut down from then on. One the
+                // shutdown abandoned is settled before its reset too: reset
+                // to a deadline already passed, it completes, with no timer.
                 let quiet = round.quiet.read().unwrap();
                 if let Some((sleep, refused)) = sleeps.last_mut() {
-                    if *quiet && sleep.is_elapsed() && !*refused {
-                        tally.fired += 1;
+                    if *quiet && !*refused {
+                        settle_sleep(sleep, &mut tally);
                         *refused = true;
                     }
                     sleep.reset(Instant::now() + delay(&mut rng));

@@ -219,3 +219,29 @@ pub fn assert_in_deadline_order(out: &[(Instant, Instant)]) {
         }
     }
 }
+
+/// A count, and a maker of callbacks that each bump it once when run.
+pub fn counter() -> (Arc<AtomicUsize>, impl Fn() -> Box<dyn FnOnce() + Send>) {
+    let count = Arc::new(AtomicUsize::new(0));
+    let make = {
+        let count = Arc::clone(&count);
+        move || {
+            let count = Arc::clone(&count);
+            Box::new(move || {
+                count.fetch_add(1, SeqCst);
+            }) as Box<dyn FnOnce() + Send>
+        }
+    };
+    (count, make)
+}
+
+/// The account the crate docs promise once nothing moves: every timer
+/// admitted fired, was cancelled (a dropped future counts so), or is still
+/// pending.
+pub fn assert_adds_up(stats: &wheel_sync::Stats, what: &str) {
+    assert_eq!(
+        stats.scheduled,
+        stats.fired + stats.cancelled + stats.pending as u64,
+        "{what}: {stats:?}"
+    );
+}
