@@ -15,7 +15,9 @@
 //!   than the latest near entry takes that entry's cell and the latest moves
 //!   to the wheel; any other goes to the wheel. An entry keeps its place
 //!   when its deadline is lowered. Which entries are near is only for
-//!   speed: every call looks at both, and nothing depends on the split.
+//!   speed: every call looks at both, and, with a clock that never goes
+//!   back, nothing depends on the split (a clock read earlier than before
+//!   is held at the wheel's time for the wheel's entries only).
 //! - `earliest` is the least pending deadline, exactly, unless `stale`:
 //!   `schedule_wake` only lowers deadlines or adds entries, so it keeps
 //!   `earliest` with one `min`; only taking entries out (firing, or waking
@@ -364,6 +366,13 @@ impl<const N: usize> WakerQueue<N> {
     /// Wakes every task due by `now` and returns the next deadline, or
     /// `u64::MAX` if none is pending: where the driver sets its alarm.
     /// O(1) amortised; a call with nothing due returns at once.
+    ///
+    /// `now` is the driver's clock, which never goes back (embassy's time
+    /// driver promises as much). Should it read earlier than at a call
+    /// before, no task due after the latest reading is woken, but one due
+    /// between the two readings may be: the wheel inside does not move its
+    /// clock back, and takes what it holds due by its own clock, as
+    /// tokio's time driver does.
     ///
     /// # Examples
     /// ```
