@@ -10,9 +10,12 @@
 //!   is split into [`SPLITS`] buckets, so a bucket's top is within 1/8
 //!   (12.5 %) of any value it counts. Every `u64` has a bucket.
 //! - Only the driver writes (a load and a store per fired timer: no
-//!   read-modify-write); readers sum a snapshot that may be a round old,
-//!   as every other driver counter is. The counters are plain `std`
-//!   atomics even under loom: statistics, not part of any protocol.
+//!   read-modify-write); a reader copies the counts once and takes the
+//!   total and every percentile from its copy, which may be a round old,
+//!   as every other driver counter is. The driver publishes a round's
+//!   maximum after its counts (`Release`), so a reader that sees the
+//!   maximum sees the timer that set it counted. The counters are plain
+//!   `std` atomics even under loom: statistics, not part of any protocol.
 //!
 //! # Why not HdrHistogram
 //!
@@ -90,10 +93,13 @@ impl Histogram {
     /// The percentiles of what has been recorded; `max` is the exact
     /// largest lateness, which the driver keeps apart.
     pub(crate) fn lateness(&self, max: Duration) -> Lateness {
-        // No snapshot to allocate: the counts only grow, so a walk after
-        // the total reaches every rank the total names.
-        let count = |i: usize| self.counts[i].load(Ordering::Relaxed);
-        let total: u64 = (0..BUCKETS).map(count).sum();
+        // One copy of the counts (on the stack), which the total and every
+        // walk read: walks over the live counts, each after the total,
+        // would meet timers the driver counted meanwhile, and a timer on
+        // time counted between two walks put p99 below p50.
+        let counts: [u64; BUCKETS] =
+            core::array::from_fn(|i| self.counts[i].load(Ordering::Relaxed));
+        let total: u64 = counts.iter().sum();
         let quantile = |q: f64| {
             if total == 0 {
                 return Duration::ZERO;
@@ -101,9 +107,9 @@ impl Histogram {
             // The rank of the timer at fraction `q`, 1-based.
             let rank = ((q * total as f64).ceil() as u64).clamp(1, total);
             let mut seen = 0;
-            let bucket = (0..BUCKETS)
-                .position(|i| {
-                    seen += count(i);
+            let bucket = (counts.iter())
+                .position(|&count| {
+                    seen += count;
                     seen >= rank
                 })
                 .unwrap_or(BUCKETS - 1);

@@ -509,7 +509,11 @@ impl TimerService {
         let load =
             |c: &crate::sync::atomic::AtomicU64| c.load(crate::sync::atomic::Ordering::Relaxed);
         let fired = load(&driver.fired);
-        let max_lateness = Duration::from_nanos(load(&driver.lateness_max_ns));
+        // Acquire: the histogram's count of the timer that set it is seen.
+        let max_ns = driver
+            .lateness_max_ns
+            .load(crate::sync::atomic::Ordering::Acquire);
+        let max_lateness = Duration::from_nanos(max_ns);
         Stats {
             scheduled: shared.spots.total(Count::Scheduled),
             fired,
@@ -517,11 +521,14 @@ impl TimerService {
             panicked: shared.panicked(),
             pending: shared.pending(),
             max_lateness,
+            // Read after `fired`, the sum may hold timers that count does
+            // not: no mean is above the maximum.
             mean_lateness: Duration::from_nanos(
                 load(&driver.lateness_sum_ns)
                     .checked_div(fired)
                     .unwrap_or(0),
-            ),
+            )
+            .min(max_lateness),
             lateness: driver.lateness.lateness(max_lateness),
             wakeups: load(&driver.wakeups),
             rounds: load(&driver.rounds),

@@ -189,10 +189,11 @@ impl DriverStats {
         counter.store(counter.load(Ordering::Relaxed) + by, Ordering::Relaxed);
     }
 
-    /// Raises a maximum to `to`.
+    /// Raises a maximum to `to`; `Release`, so that a reader that sees it
+    /// sees what the round counted before (the lateness histogram).
     pub(crate) fn raise(counter: &AtomicU64, to: u64) {
         if to > counter.load(Ordering::Relaxed) {
-            counter.store(to, Ordering::Relaxed);
+            counter.store(to, Ordering::Release);
         }
     }
 }

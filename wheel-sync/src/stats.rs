@@ -47,7 +47,10 @@ pub struct ShutdownReport {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Stats {
-    /// Timers the driver has received (a `Sleep` reset after firing counts again).
+    /// Timers scheduled: counted in by `schedule` and its kin, and by a
+    /// `Sleep`'s first poll (a reset after firing counts again). A
+    /// schedule that a shutdown refuses is counted in, then out again: a
+    /// read at that moment sees it.
     pub scheduled: u64,
     /// Timers fired: callbacks run (including those that panicked) and futures woken.
     pub fired: u64,
