@@ -157,10 +157,7 @@ impl Driver {
             Some(_) if filed >= BATCH => return woken,
             Some(_) if stalled => {}
             Some(now) => {
-                // The earliest deadline is the one found before firing: a
-                // timer filed already due (a sleep first polled after the
-                // clock passed its deadline) fires in this round, and the
-                // clock must not then move on to the next one.
+                // Found before firing (rule 6).
                 let shared = Arc::clone(&self.shared);
                 shared.publish_next(advances, || self.earliest());
                 if !self.fire_due(now) {

@@ -144,7 +144,8 @@
 //! stopped that long between admitting a timer and sending it has been
 //! killed, or the service has a bug.) A `Sleep` or `Timeout` that was pending
 //! at shutdown panics when polled (as tokio's do): it would otherwise hang
-//! forever or lie about its deadline.
+//! forever or lie about its deadline. A `Sleep` reset after the shutdown to
+//! a deadline already passed completes, as any sleep reset so does.
 //!
 //! # User code and the driver
 //!

@@ -34,10 +34,16 @@ impl TimerService {
     /// timer another thread made meanwhile; so a future that waits forever
     /// (on `sleep(Duration::MAX)`, say) blocks forever.
     ///
+    /// A timer that comes due again and again at the clock's time (a
+    /// callback that schedules itself with no delay) holds the clock where
+    /// it is, as a task that never waits holds tokio's paused clock.
+    ///
     /// # Errors
     /// As [`advance_to_next`](Self::advance_to_next): not a manual clock, a
-    /// shutdown while the future waits (it is not polled again: its sleeps
-    /// would panic), or a call from a callback.
+    /// shutdown (once the service is down the future is not polled again,
+    /// even one that would finish: its sleeps would panic; a shutdown that
+    /// lands during a poll may still make a sleep panic there), or a call
+    /// from a callback.
     ///
     /// # Examples
     /// ```
@@ -62,21 +68,29 @@ impl TimerService {
         let waker = Waker::from(Arc::clone(&signal));
         let mut cx = Context::from_waker(&waker);
         let mut future = pin!(future);
+        let shared = self.shared();
         loop {
+            // A shutdown wakes every sleep it abandons, and an abandoned
+            // sleep panics when polled: report it instead.
+            if shared.is_shut_down() {
+                return Err(AdvanceError::Shutdown);
+            }
             if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
                 return Ok(output);
             }
-            // Woken while it ran (a yield), or by the timer that just fired,
-            // or by another thread: poll again. Otherwise move the clock.
+            // Woken while it ran (a yield), by a timer that fired, or by
+            // another thread: poll again. Otherwise move the clock to the
+            // next deadline, unless a round up to the one that found it woke
+            // the future (a round wakes before it serves, and the answer
+            // waits for that): a sleep first polled after the clock passed
+            // its deadline fires in such a round, and the future must see
+            // the time it had.
             while !signal.woken.swap(false, Ordering::Acquire) {
-                if self.advance_to_next()?.is_none() {
-                    thread::park_timeout(IDLE_LOOK);
+                match shared.next_deadline()? {
+                    None => thread::park_timeout(IDLE_LOOK),
+                    Some(_) if signal.woken.load(Ordering::Acquire) => {}
+                    Some(tick) => drop(shared.advance_to_tick(tick)?),
                 }
-            }
-            // A shutdown wakes every sleep it abandons, and an abandoned
-            // sleep panics when polled: report it instead.
-            if self.shared().is_shut_down() {
-                return Err(AdvanceError::Shutdown);
             }
         }
     }

@@ -508,12 +508,13 @@ impl TimerService {
         let driver = &shared.stats;
         let load =
             |c: &crate::sync::atomic::AtomicU64| c.load(crate::sync::atomic::Ordering::Relaxed);
-        let fired = load(&driver.fired);
-        // Acquire: the histogram's count of the timer that set it is seen.
+        // The maximum first, with Acquire: every count a round made before
+        // it published that maximum (`fired`, the histogram) is then seen.
         let max_ns = driver
             .lateness_max_ns
             .load(crate::sync::atomic::Ordering::Acquire);
         let max_lateness = Duration::from_nanos(max_ns);
+        let fired = load(&driver.fired);
         Stats {
             scheduled: shared.spots.total(Count::Scheduled),
             fired,

@@ -86,9 +86,13 @@
 //!    `next_wanted` before an `advance` by zero; a round that finds it set
 //!    stores its wheels' earliest deadline, as it finds them before it
 //!    fires (a timer filed already due is the earliest: the clock stays),
-//!    in `next_due`, then the
-//!    `advances` it read in `next_for`, before it serves. The answer is
-//!    the caller's if `next_for` reaches its own bump; else it asks again.
+//!    in `next_due`, then the `advances` it read in `next_for`, and serves
+//!    after firing (a round that fires only part of what is due serves in
+//!    a later one; its answer is then a tick already reached). The answer
+//!    is the caller's if `next_for` reaches its own bump; else it asks
+//!    again. The clock moves to the answer in one step, to the later of its
+//!    time and the deadline, so that callers on several threads that found
+//!    the same deadline leave it there.
 //! 7. **Shutdown** is joined once: whoever takes the driver's join handle
 //!    joins it while holding the lock it sits behind, so a second caller
 //!    returns only once the service is down.
@@ -499,10 +503,9 @@ impl Shared {
             .map(|(_, moved)| moved)
     }
 
-    /// [`Self::advance`], with the move `step` makes (it returns how far it
-    /// moved the clock, `None` for the monotonic clock), returning its bump
-    /// of `advances` and that distance. A service already shut down keeps
-    /// its clock where it is.
+    /// [`Self::advance`], the clock moved by `step` (which says how far)
+    /// unless the service is already down; returns its bump of `advances`
+    /// and that distance.
     fn advance_served(
         &self,
         step: impl FnOnce(&Clock) -> Option<Duration>,
@@ -511,7 +514,7 @@ impl Shared {
             return Err(AdvanceError::NotManual);
         }
         self.refuse_if_shut_down()?;
-        let moved = step(&self.clock).ok_or(AdvanceError::NotManual)?;
+        let moved = step(&self.clock).unwrap_or_default();
         let mine = self.advances.fetch_add(1, Ordering::AcqRel) + 1;
         fence(Ordering::SeqCst);
         self.wake_driver_if(|_| true);
