@@ -35,9 +35,9 @@ fn polled_once(
 
 #[test]
 fn sleeps_fired_in_one_round_are_all_woken_though_none_is_polled_again() {
-    // One deadline, so one round fires them all: the driver wakes one and
-    // hands the others to it. Polled once each and never again, none can
-    // take the batch: the driver must wake them itself.
+    // One deadline, so one round fires them all, and the driver wakes
+    // each task itself after the firing: polled once each and never
+    // again, no task is there to pass a wake on.
     let timers = TimerService::new();
     let deadline = Instant::now() + Duration::from_millis(20);
     let mut sleeps = polled_once(&timers, deadline, 64);
