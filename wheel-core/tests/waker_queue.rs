@@ -5,41 +5,13 @@ use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::task::{RawWaker, RawWakerVTable, Wake, Waker};
+use std::task::{RawWaker, RawWakerVTable, Waker};
 
 use quickcheck::{Arbitrary, Gen, QuickCheck};
 use wheel_core::WakerQueue;
 
-/// A task that counts its wakes, and panics on them when told to.
-#[derive(Default)]
-struct Task {
-    woken: AtomicUsize,
-    panics: bool,
-}
-
-impl Wake for Task {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.woken.fetch_add(1, Ordering::Relaxed);
-        assert!(!self.panics, "this waker panics");
-    }
-}
-
-fn tasks(n: usize) -> (Vec<Arc<Task>>, Vec<Waker>) {
-    let tasks: Vec<Arc<Task>> = (0..n).map(|_| Arc::new(Task::default())).collect();
-    let wakers = tasks.iter().map(|task| Waker::from(task.clone())).collect();
-    (tasks, wakers)
-}
-
-fn woken(tasks: &[Arc<Task>]) -> Vec<usize> {
-    tasks
-        .iter()
-        .map(|task| task.woken.load(Ordering::Relaxed))
-        .collect()
-}
+mod common;
+use common::tasks::{tasks, woken, Task};
 
 #[test]
 fn an_empty_queue_has_no_deadline_and_its_first_entry_arms_the_alarm() {

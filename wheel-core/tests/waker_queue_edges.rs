@@ -3,38 +3,17 @@
 //! `u64::MAX`, a clock that jumps centuries or reads earlier than before,
 //! and tasks enough to spill past the near cells into the wheel.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::task::{Wake, Waker};
+use std::task::Waker;
 
 use wheel_core::WakerQueue;
 
 /// Two hundred years of milliseconds.
 const CENTURIES: u64 = 200 * 365 * 24 * 3_600 * 1_000;
 
-#[derive(Default)]
-struct Task {
-    woken: AtomicUsize,
-}
-
-impl Wake for Task {
-    fn wake(self: Arc<Self>) {
-        self.woken.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-fn tasks(n: usize) -> (Vec<Arc<Task>>, Vec<Waker>) {
-    let tasks: Vec<Arc<Task>> = (0..n).map(|_| Arc::default()).collect();
-    let wakers = tasks.iter().map(|task| Waker::from(task.clone())).collect();
-    (tasks, wakers)
-}
-
-fn woken(tasks: &[Arc<Task>]) -> Vec<usize> {
-    tasks
-        .iter()
-        .map(|task| task.woken.load(Ordering::Relaxed))
-        .collect()
-}
+mod common;
+use common::tasks::{tasks, woken, Task};
 
 #[test]
 fn one_waker_asking_twice_for_the_same_tick_is_one_entry_woken_once() {

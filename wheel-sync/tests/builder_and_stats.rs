@@ -26,11 +26,7 @@ fn ticks_from_one_nanosecond_to_u64_max_nanoseconds_build_and_no_more() {
     let past = Duration::from_nanos(u64::MAX) + Duration::from_nanos(1);
     let err = TimerService::builder().tick(past).build().unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
-    let timers = TimerService::builder()
-        .tick(Duration::from_nanos(1))
-        .manual_clock()
-        .build()
-        .unwrap();
+    let timers = common::manual_ticking(Duration::from_nanos(1));
     let start = timers.now();
     timers
         .run_paused(timers.sleep(Duration::from_nanos(3)))

@@ -18,13 +18,7 @@ mod common;
 
 const YEAR: Duration = Duration::from_secs(365 * 24 * 3600);
 
-fn manual(tick: Duration) -> TimerService {
-    TimerService::builder()
-        .tick(tick)
-        .manual_clock()
-        .build()
-        .unwrap()
-}
+use common::manual_ticking as manual;
 
 /// A callback that sets a flag, scheduled `delay` out.
 fn flag_after(timers: &TimerService, delay: Duration) -> Arc<AtomicBool> {

@@ -259,11 +259,7 @@ fn a_one_nanosecond_period_owes_every_nanosecond_s_tick_and_none_early() {
 /// comes exactly at its deadline.
 #[test]
 fn at_a_one_nanosecond_tick_a_one_nanosecond_interval_is_woken_for_every_tick() {
-    let timers = TimerService::builder()
-        .tick(Duration::from_nanos(1))
-        .manual_clock()
-        .build()
-        .unwrap();
+    let timers = common::manual_ticking(Duration::from_nanos(1));
     let start = timers.now();
     let (wakes, waker) = counting_waker();
     let mut cx = Context::from_waker(&waker);

@@ -15,49 +15,13 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use futures::poll;
-use tokio::runtime::{Builder, Runtime};
 use tokio::sync::oneshot;
 use tokio::task::{yield_now, JoinHandle};
 use wheel_sync::{Sleep, TimerService};
 
 mod common;
-use common::patiently::wait_until;
-use common::{assert_adds_up, ms, within_patience, XorShift, HOUR};
-
-/// More workers than the machine's two cores: a task is often preempted
-/// between a poll and what follows it, and moves between threads.
-fn multi_thread() -> Runtime {
-    Builder::new_multi_thread()
-        .worker_threads(4)
-        .enable_time()
-        .build()
-        .unwrap()
-}
-
-fn current_thread() -> Runtime {
-    Builder::new_current_thread().enable_time().build().unwrap()
-}
-
-/// A runtime's constructor.
-type MakeRuntime = fn() -> Runtime;
-
-/// Both runtimes, named for the failure messages.
-const RUNTIMES: [(&str, MakeRuntime); 2] = [
-    ("current-thread", current_thread),
-    ("multi-thread", multi_thread),
-];
-
-/// Once every future is gone: nothing pending, and (once the driver's
-/// counters have caught up) every timer admitted fired or was cancelled.
-fn assert_settled(timers: &TimerService, what: &str) {
-    assert_eq!(timers.pending(), 0, "{what}: timers outlived their futures");
-    let adds_up = || {
-        let s = timers.stats();
-        s.scheduled == s.fired + s.cancelled
-    };
-    wait_until(adds_up);
-    assert_adds_up(&timers.stats(), what);
-}
+use common::tokio_runtimes::{assert_settled, multi_thread, RUNTIMES};
+use common::{ms, within_patience, XorShift, HOUR};
 
 /// How a task's channel is answered, and so who must win.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -11,47 +11,25 @@ use std::future::poll_fn;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use tokio::runtime::{Builder, Runtime};
 use tokio::task::yield_now;
 use wheel_sync::{DelayQueue, TimerService};
 
 mod common;
-use common::patiently::wait_until;
-use common::{assert_adds_up, assert_in_deadline_order, ms, within_patience, XorShift, HOUR};
+use common::tokio_runtimes::{assert_settled, RUNTIMES};
+use common::{assert_in_deadline_order, ms, within_patience, XorShift, HOUR};
 
-/// More workers than the machine's two cores: a task is often preempted
-/// between a poll and what follows it, and moves between threads.
-fn multi_thread() -> Runtime {
-    Builder::new_multi_thread()
-        .worker_threads(4)
-        .enable_time()
-        .build()
-        .unwrap()
-}
-
-fn current_thread() -> Runtime {
-    Builder::new_current_thread().enable_time().build().unwrap()
-}
-
-/// A runtime's constructor.
-type MakeRuntime = fn() -> Runtime;
-
-/// Both runtimes, named for the failure messages.
-const RUNTIMES: [(&str, MakeRuntime); 2] = [
-    ("current-thread", current_thread),
-    ("multi-thread", multi_thread),
-];
-
-/// Once every future is gone: nothing pending, and (once the driver's
-/// counters have caught up) every timer admitted fired or was cancelled.
-fn assert_settled(timers: &TimerService, what: &str) {
-    assert_eq!(timers.pending(), 0, "{what}: timers outlived their futures");
-    let adds_up = || {
-        let s = timers.stats();
-        s.scheduled == s.fired + s.cancelled
-    };
-    wait_until(adds_up);
-    assert_adds_up(&timers.stats(), what);
+/// `out` (each item's value, deadline and the time it came out) holds
+/// items `0..items`, each once, in deadline order among those not yet due.
+fn assert_each_once_in_deadline_order(out: &[(usize, Instant, Instant)], items: usize, name: &str) {
+    let mut values: Vec<usize> = out.iter().map(|&(v, _, _)| v).collect();
+    values.sort_unstable();
+    assert_eq!(
+        values,
+        (0..items).collect::<Vec<_>>(),
+        "{name}: lost or doubled"
+    );
+    let times: Vec<_> = out.iter().map(|&(_, d, at)| (d, at)).collect();
+    assert_in_deadline_order(&times);
 }
 
 /// A `DelayQueue` fed by the task that polls it: between polls (made in a
@@ -99,15 +77,7 @@ fn a_delay_queue_fed_between_polls_by_its_own_task_hands_out_every_item_once_nev
                 outs
             });
             for out in outs {
-                let mut values: Vec<usize> = out.iter().map(|&(v, _, _)| v).collect();
-                values.sort_unstable();
-                assert_eq!(
-                    values,
-                    (0..ITEMS).collect::<Vec<_>>(),
-                    "{name}: lost or doubled"
-                );
-                let times: Vec<_> = out.iter().map(|&(_, d, at)| (d, at)).collect();
-                assert_in_deadline_order(&times);
+                assert_each_once_in_deadline_order(&out, ITEMS, name);
             }
             drop(rt);
             assert_settled(&timers, name);
@@ -149,15 +119,7 @@ fn a_delay_queue_stream_fed_between_polls_yields_every_item_once_in_deadline_ord
                 assert!(queue.next().await.is_none(), "empty: the stream ends");
                 out
             });
-            let mut values: Vec<usize> = out.iter().map(|&(v, _, _)| v).collect();
-            values.sort_unstable();
-            assert_eq!(
-                values,
-                (0..ITEMS).collect::<Vec<_>>(),
-                "{name}: lost or doubled"
-            );
-            let times: Vec<_> = out.iter().map(|&(_, d, at)| (d, at)).collect();
-            assert_in_deadline_order(&times);
+            assert_each_once_in_deadline_order(&out, ITEMS, name);
             drop(rt);
             assert_settled(&timers, name);
         });

@@ -16,50 +16,18 @@ use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use futures::{poll, FutureExt};
-use tokio::runtime::{Builder, Runtime};
 use tokio::task::JoinError;
 use wheel_sync::{DelayQueue, Sleep, TimerService};
 
 mod common;
-use common::patiently::wait_until;
-use common::{assert_adds_up, block_on, ms, within_patience, XorShift, HOUR, PATIENCE};
-
-fn multi_thread() -> Runtime {
-    Builder::new_multi_thread()
-        .worker_threads(4)
-        .enable_time()
-        .build()
-        .unwrap()
-}
-
-fn current_thread() -> Runtime {
-    Builder::new_current_thread().enable_time().build().unwrap()
-}
-
-/// A runtime's constructor.
-type MakeRuntime = fn() -> Runtime;
-
-/// Both runtimes, named for the failure messages.
-const RUNTIMES: [(&str, MakeRuntime); 2] = [
-    ("current-thread", current_thread),
-    ("multi-thread", multi_thread),
-];
+use common::tokio_runtimes::{assert_settled, multi_thread, RUNTIMES};
+use common::{block_on, ms, within_patience, XorShift, HOUR, PATIENCE};
 
 /// Waits, under the runtime, until `cond` holds (the watchdog bounds it).
 async fn until(cond: impl Fn() -> bool) {
     while !cond() {
         tokio::time::sleep(ms(1)).await;
     }
-}
-
-/// Nothing pending, and every timer admitted fired or was cancelled.
-fn assert_settled(timers: &TimerService, what: &str) {
-    assert_eq!(timers.pending(), 0, "{what}: timers outlived their futures");
-    wait_until(|| {
-        let s = timers.stats();
-        s.scheduled == s.fired + s.cancelled
-    });
-    assert_adds_up(&timers.stats(), what);
 }
 
 /// Kinds of futures a task waits on, each one pending timer once polled.

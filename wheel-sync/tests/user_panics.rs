@@ -241,13 +241,8 @@ fn a_capture_whose_drop_blocks_holds_up_only_the_cancelling_thread() {
         let handle = timers.schedule(HOUR, move || drop(stall)).unwrap();
         let canceller = std::thread::spawn(move || handle.cancel());
         started.recv().expect("the drop began");
-        let ran = Arc::new(AtomicUsize::new(0));
-        let count = ran.clone();
-        timers
-            .schedule(Duration::from_millis(1), move || {
-                count.fetch_add(1, SeqCst);
-            })
-            .unwrap();
+        let (ran, count) = common::counter();
+        timers.schedule(Duration::from_millis(1), count()).unwrap();
         timers.advance(Duration::from_millis(1)).unwrap();
         assert_eq!(ran.load(SeqCst), 1, "the driver waited for the drop");
         assert!(!canceller.is_finished(), "the drop ran elsewhere");

@@ -1,6 +1,8 @@
 //! What the integration tests share; each test file uses part of it.
 #![allow(dead_code)]
 
+pub mod tasks;
+
 /// Miri is about a thousand times slower: there only `keep` of `items`
 /// (clocks, geometries, levels), evenly spaced, first and last included,
 /// since the extremes matter most.

@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 
 use wheel_sync::TimerService;
 
+pub mod tokio_runtimes;
+
 /// How long any condition may take to come true before a test gives up.
 pub const PATIENCE: Duration = Duration::from_secs(10);
 /// Lateness that still counts as sane on a loaded two-core machine.
@@ -21,6 +23,15 @@ pub const HOUR: Duration = Duration::from_secs(3600);
 /// A service on a manual clock: time moves only by `advance`.
 pub fn manual() -> TimerService {
     TimerService::builder().manual_clock().build().unwrap()
+}
+
+/// A service on a manual clock with a tick of `tick`.
+pub fn manual_ticking(tick: Duration) -> TimerService {
+    TimerService::builder()
+        .tick(tick)
+        .manual_clock()
+        .build()
+        .unwrap()
 }
 
 pub fn ms(n: u64) -> Duration {
