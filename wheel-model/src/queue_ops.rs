@@ -197,7 +197,9 @@ impl State {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .insert(id);
-            let seq = self.producers[producer].push(item);
+            let seq = self.producers[producer]
+                .push(item)
+                .expect("the model never closes its queue");
             assert_eq!(seq, self.next_seq, "op {step}: push of item {id}");
             self.model.push_back((id, seq));
             self.next_seq += 1;

@@ -23,8 +23,8 @@ use crate::sync::{thread, Arc, Backoff};
 
 mod fire;
 
-/// How long a shutting-down driver waits for an admitted timer's message
-/// while none arrives (a producer descheduled that long, or a bug).
+/// How long a shutting-down driver waits for a message claimed in the queue
+/// while none lands (a producer descheduled that long, or a bug).
 const SHUTDOWN_PATIENCE: core::time::Duration = core::time::Duration::from_secs(10);
 /// Cascading ahead stops this close to the next expiration.
 const AHEAD_MARGIN: core::time::Duration = core::time::Duration::from_micros(200);
@@ -300,30 +300,39 @@ impl Driver {
         }
     }
 
-    /// The driver's half of the shutdown (rule 3, admission): files what is
-    /// queued and abandons every pending timer, until no admitted timer is
-    /// left. Returns how many it abandoned.
+    /// The driver's half of the shutdown (rule 7): closes the spots and
+    /// the queue, then files what they held and abandons every pending
+    /// timer, until every place claimed in the queue is taken. Returns how
+    /// many it abandoned.
     ///
-    /// A producer that did not see `SHUT_DOWN` is counted in `pending`, and
-    /// its message comes however late its thread writes it; the wait gives
-    /// up only after [`SHUTDOWN_PATIENCE`] without a single timer coming in.
+    /// A producer that claimed its place before the close writes it however
+    /// late; the wait gives up only after [`SHUTDOWN_PATIENCE`] without a
+    /// single message landing.
     fn abandon_all(&mut self) -> usize {
-        self.shared.fence_shutdown();
+        let shared = Arc::clone(&self.shared);
+        shared.spots.close(|entry| self.file(entry));
+        self.consumer.close();
         let mut unfired = 0;
         let mut patience = Instant::now() + SHUTDOWN_PATIENCE;
         let backoff = Backoff::new();
         loop {
-            while self.file_messages(BATCH) + self.sweep() > 0 {}
-            let abandoned = self.abandon_filed();
-            unfired += abandoned;
-            if self.shared.pending() == 0 || Instant::now() > patience {
+            let mut filed = 0;
+            loop {
+                let batch = self.file_messages(BATCH);
+                if batch == 0 {
+                    break;
+                }
+                filed += batch;
+            }
+            unfired += self.abandon_filed();
+            if self.consumer.is_empty() || Instant::now() > patience {
                 return unfired;
             }
-            if abandoned > 0 {
+            if filed > 0 {
                 patience = Instant::now() + SHUTDOWN_PATIENCE;
                 backoff.reset();
             }
-            // The producer is between its count and its send: let it run.
+            // A producer is between its claim and its write: let it run.
             backoff.snooze();
         }
     }

@@ -464,16 +464,6 @@ impl EntryRef<Wake> {
         .map(|old| old & QUEUED == 0)
         .ok_or(seen)
     }
-
-    /// The owner's re-arm refused by a shutdown: a timer that has fired or
-    /// been cancelled (which only its owner changes) is abandoned in one
-    /// exchange, never passing through `PENDING`, where the driver could
-    /// take it for a live timer and count it out a second time.
-    pub(crate) fn abandon_from(&self, from: u64) {
-        debug_assert!(matches!(from, FIRED | CANCELLED), "abandoned from {from}");
-        let done = self.update(|w| (state_of(w) == from).then_some((w & !STATE) | ABANDONED));
-        debug_assert!(done.is_some(), "only the owner leaves {from}");
-    }
 }
 
 #[cfg(test)]

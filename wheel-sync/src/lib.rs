@@ -139,9 +139,10 @@
 //! woken), and [`TimerService::pending`] is 0 after; a schedule that races
 //! the shutdown either gets `Ok` and is counted so, or gets
 //! [`ScheduleError::Shutdown`]. A `shutdown` that returns, from any thread,
-//! returns with the service down. (The driver waits for an admitted
-//! timer's message however late it comes, up to 10 s without one: a thread
-//! stopped that long between admitting a timer and sending it has been
+//! returns with the service down. (The shutdown closes the service's
+//! queue; a timer whose place in it was claimed before is written however
+//! late, and the driver waits for it, up to 10 s without one: a thread
+//! stopped that long between claiming the place and writing it has been
 //! killed, or the service has a bug.) A `Sleep` or `Timeout` that was pending
 //! at shutdown panics when polled (as tokio's do): it would otherwise hang
 //! forever or lie about its deadline. A `Sleep` reset after the shutdown to

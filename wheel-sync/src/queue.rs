@@ -21,6 +21,10 @@
 //! * The consumer never waits. A claimed place whose `ready` is not yet visible makes
 //!   [`Consumer::pop`] return `None` and the consumer stays on that place, so items come out
 //!   in sequence order, none skipped.
+//! * The consumer may close the queue: it sets `CLOSED` in `tail` by a CAS from a bit-free
+//!   `tail`, so no install is under way and none starts after. A push that reads `CLOSED`
+//!   gives its value back; every place claimed before is still written, and the consumer has
+//!   taken everything once `len` is zero.
 //! * The last handle to go drops the items in `[head, tail)` and frees the chain. No push or
 //!   pop can be running then, since each borrows a handle.
 
@@ -47,8 +51,10 @@ const BLOCK_CAP: usize = 2;
 /// Low bit of `tail`: the last place of the tail block is claimed and the next block is not
 /// yet published.
 const INSTALLING: u64 = 1;
-/// `tail` keeps the next sequence number above the [`INSTALLING`] bit.
-const SEQ_SHIFT: u32 = 1;
+/// Bit of `tail`: the consumer has closed the queue, and no push claims a place again.
+const CLOSED: u64 = 2;
+/// `tail` keeps the next sequence number above the [`INSTALLING`] and [`CLOSED`] bits.
+const SEQ_SHIFT: u32 = 2;
 
 /// For the driver's tests: a producer preempted between its claim and its
 /// write, held there until the test lets it go.
@@ -119,7 +125,7 @@ impl<T> Block<T> {
 
 /// Producers' end: where the next push goes.
 struct Tail<T> {
-    /// `next_seq << SEQ_SHIFT | INSTALLING?`.
+    /// `next_seq << SEQ_SHIFT | CLOSED? | INSTALLING?`.
     seq: AtomicU64,
     /// The block holding `next_seq`; changes only while `INSTALLING` is set.
     block: AtomicPtr<Block<T>>,
@@ -184,12 +190,15 @@ impl<T> Channel<T> {
     }
 
     #[inline]
-    fn push(&self, value: T) -> u64 {
+    fn push(&self, value: T) -> Result<u64, Closed<T>> {
         let backoff = Backoff::new();
         // Allocated before claiming the last place, so the install window stays short.
         let mut spare: Option<Box<Block<T>>> = None;
         let mut tail = self.tail.seq.load(Ordering::Acquire);
         loop {
+            if tail & CLOSED != 0 {
+                return Err(Closed(value));
+            }
             if tail & INSTALLING != 0 {
                 backoff.snooze();
                 tail = self.tail.seq.load(Ordering::Acquire);
@@ -232,12 +241,34 @@ impl<T> Channel<T> {
                         unsafe { cell.write(MaybeUninit::new(value)) };
                     });
                     place.ready.store(true, Ordering::Release);
-                    return seq;
+                    return Ok(seq);
                 }
                 Err(current) => {
                     tail = current;
                     backoff.spin();
                 }
+            }
+        }
+    }
+
+    /// Sets `CLOSED` once no install is under way (see the ground rules).
+    fn close(&self) {
+        let backoff = Backoff::new();
+        let mut tail = self.tail.seq.load(Ordering::Acquire);
+        while tail & CLOSED == 0 {
+            if tail & INSTALLING != 0 {
+                backoff.snooze();
+                tail = self.tail.seq.load(Ordering::Acquire);
+                continue;
+            }
+            match self.tail.seq.compare_exchange_weak(
+                tail,
+                tail | CLOSED,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return,
+                Err(current) => tail = current,
             }
         }
     }
@@ -344,10 +375,10 @@ impl<T> Drop for Channel<T> {
 /// let (producer, mut consumer) = wheel_sync::__private::queue::channel();
 /// let worker = {
 ///     let producer = producer.clone();
-///     std::thread::spawn(move || producer.push("from a thread"))
+///     std::thread::spawn(move || producer.push("from a thread").unwrap())
 /// };
 /// let seq = worker.join().unwrap();
-/// producer.push("from main");
+/// producer.push("from main").unwrap();
 /// assert_eq!(seq, 0);
 /// assert_eq!(consumer.pop(), Some("from a thread"));
 /// assert_eq!(consumer.pop(), Some("from main"));
@@ -365,14 +396,16 @@ pub fn channel<T: Send>() -> (Producer<T>, Consumer<T>) {
 
 /// The sending end of a [`channel`]: cheap to clone, usable from many threads at once.
 ///
-/// Pushing never blocks and never fails. If the [`Consumer`] is gone, items wait in the
-/// queue and are dropped with the last `Producer`.
+/// Pushing never blocks, and fails only once the [`Consumer`] has [closed](Consumer::close)
+/// the queue. If the consumer is gone, items wait in the queue and are dropped with the last
+/// `Producer`.
 pub struct Producer<T> {
     channel: Arc<Channel<T>>,
 }
 
 impl<T: Send> Producer<T> {
-    /// Appends `value` and returns its sequence number.
+    /// Appends `value` and returns its sequence number, or gives it back if the queue is
+    /// closed.
     ///
     /// Sequence numbers count pushes across all producers of the queue from 0 upwards;
     /// the consumer receives items in that order. A caller can compare the number with
@@ -382,12 +415,12 @@ impl<T: Send> Producer<T> {
     ///
     /// ```
     /// let (producer, mut consumer) = wheel_sync::__private::queue::channel();
-    /// assert_eq!(producer.push('a'), 0);
-    /// assert_eq!(producer.clone().push('b'), 1);
+    /// assert_eq!(producer.push('a').ok(), Some(0));
+    /// assert_eq!(producer.clone().push('b').ok(), Some(1));
     /// assert_eq!(consumer.pop(), Some('a'));
     /// ```
     #[inline]
-    pub fn push(&self, value: T) -> u64 {
+    pub fn push(&self, value: T) -> Result<u64, Closed<T>> {
         self.channel.push(value)
     }
 
@@ -400,8 +433,8 @@ impl<T: Send> Producer<T> {
     ///
     /// ```
     /// let (producer, mut consumer) = wheel_sync::__private::queue::channel();
-    /// producer.push(1);
-    /// producer.push(2);
+    /// producer.push(1).unwrap();
+    /// producer.push(2).unwrap();
     /// assert_eq!(producer.len(), 2);
     /// consumer.pop();
     /// assert_eq!(producer.len(), 1);
@@ -417,7 +450,7 @@ impl<T: Send> Producer<T> {
     /// ```
     /// let (producer, _consumer) = wheel_sync::__private::queue::channel();
     /// assert!(producer.is_empty());
-    /// producer.push(());
+    /// producer.push(()).unwrap();
     /// assert!(!producer.is_empty());
     /// ```
     pub fn is_empty(&self) -> bool {
@@ -438,6 +471,15 @@ impl<T> fmt::Debug for Producer<T> {
         f.debug_struct("Producer")
             .field("len", &self.channel.len())
             .finish_non_exhaustive()
+    }
+}
+
+/// A push refused because the queue is closed, with the value it carried.
+pub struct Closed<T>(pub T);
+
+impl<T> fmt::Debug for Closed<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Closed(..)")
     }
 }
 
@@ -466,7 +508,7 @@ impl<T: Send> Consumer<T> {
     /// ```
     /// let (producer, mut consumer) = wheel_sync::__private::queue::channel();
     /// assert_eq!(consumer.pop(), None);
-    /// producer.push(7);
+    /// producer.push(7).unwrap();
     /// assert_eq!(consumer.pop(), Some(7));
     /// assert_eq!(consumer.pop(), None);
     /// ```
@@ -474,6 +516,24 @@ impl<T: Send> Consumer<T> {
         // SAFETY: there is one `Consumer` per queue and `&mut self` makes this call its only
         // user, so the cursor is accessed exclusively.
         unsafe { self.channel.pop() }
+    }
+
+    /// Closes the queue: every push from now on is refused, and every push that was not is
+    /// one [`pop`](Self::pop) will return, once its producer has written it. So once
+    /// [`len`](Self::len) reads zero after `close`, every item accepted has been taken.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let (producer, mut consumer) = wheel_sync::__private::queue::channel();
+    /// producer.push(1).unwrap();
+    /// consumer.close();
+    /// assert_eq!(producer.push(2).map_err(|refused| refused.0), Err(2));
+    /// assert_eq!(consumer.pop(), Some(1));
+    /// assert!(consumer.is_empty());
+    /// ```
+    pub fn close(&mut self) {
+        self.channel.close();
     }
 
     /// Whether [`pop`](Self::pop) would return an item now: the next place in sequence is
@@ -485,7 +545,7 @@ impl<T: Send> Consumer<T> {
     /// ```
     /// let (producer, mut consumer) = wheel_sync::__private::queue::channel();
     /// assert!(!consumer.has_ready());
-    /// producer.push('x');
+    /// producer.push('x').unwrap();
     /// assert!(consumer.has_ready());
     /// consumer.pop();
     /// assert!(!consumer.has_ready());
@@ -502,7 +562,7 @@ impl<T: Send> Consumer<T> {
     ///
     /// ```
     /// let (producer, mut consumer) = wheel_sync::__private::queue::channel();
-    /// producer.push("x");
+    /// producer.push("x").unwrap();
     /// assert_eq!(consumer.len(), 1);
     /// consumer.pop();
     /// assert_eq!(consumer.len(), 0);
@@ -518,7 +578,7 @@ impl<T: Send> Consumer<T> {
     /// ```
     /// let (producer, consumer) = wheel_sync::__private::queue::channel();
     /// assert!(consumer.is_empty());
-    /// producer.push(0u8);
+    /// producer.push(0u8).unwrap();
     /// assert!(!consumer.is_empty());
     /// ```
     pub fn is_empty(&self) -> bool {

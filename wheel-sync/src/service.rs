@@ -267,10 +267,19 @@ impl TimerService {
         tick: u64,
         f: impl FnOnce() + Send + 'static,
     ) -> Result<(), ScheduleError> {
-        let shared = self.shared();
-        shared.admit(lane::spot(), true)?;
-        shared.submit(Message::Job(tick, Job::new(f)), tick);
-        Ok(())
+        let (shared, spot) = (self.shared(), lane::spot());
+        shared.admit(spot, true)?;
+        match shared.submit(Message::Job(tick, Job::new(f)), tick) {
+            Ok(()) => Ok(()),
+            Err(refused) => {
+                // Shut down (rule 7 of `shared`): the closure goes here.
+                let error = shared.refuse(spot);
+                if let Message::Job(_, job) = refused {
+                    shared.count_panics(u64::from(!job.discard()));
+                }
+                Err(error)
+            }
+        }
     }
 
     fn schedule_tick(
@@ -281,7 +290,16 @@ impl TimerService {
         let lane = lane::lane(self.shared());
         lane.shared.admit(lane.spot, true)?;
         let (entry, message) = EntryRef::new(tick, Callback::new(f));
-        lane.shared.park(lane.spot, message, tick);
+        if !lane.shared.park(lane.spot, message, tick) {
+            // Shut down (rule 7 of `shared`): the closure goes here.
+            let error = lane.shared.refuse(lane.spot);
+            if entry.abandon() {
+                // SAFETY: `abandon` won the move to `ABANDONED`.
+                lane.shared
+                    .count_panics(u64::from(!unsafe { entry.abandon_action() }));
+            }
+            return Err(error);
+        }
         Ok(TimerHandle {
             lane,
             entry: entry.erase(),

@@ -8,10 +8,16 @@
 //! 1. **Fate.** A timer with an entry leaves `PENDING` by one
 //!    compare-exchange on its state word (`entry`). The winner owns the
 //!    consequence (run or drop the callback, take or drop the waker) and
-//!    counts the timer out of `pending`. Only a `Sleep`'s owner moves its
+//!    counts the timer out. Only a `Sleep`'s owner moves its
 //!    timer back to `PENDING`; `ABANDONED` is final. (A `Sleep` dropped
 //!    takes its waker too, from whatever state, under the entry's lock:
 //!    a timer whose owner is gone needs no wake.)
+//!
+//!    A timer is counted in before its message is sent, so it is never
+//!    counted out first. Without a `max_pending` limit, each thread counts
+//!    its timers in and out on its spot, so threads never contend on one
+//!    count; `pending` is the spots' sum. With a limit, one shared count
+//!    enforces it exactly.
 //! 2. **One message in flight.** A producer that changes an entry's word
 //!    sets `QUEUED` in the same exchange, and sends a message for the
 //!    entry only if `QUEUED` was clear. The driver clears `QUEUED` as it
@@ -27,33 +33,21 @@
 //!    the driver never sees that timer (a request answered in time). A
 //!    cancel sends no message (rule 4).
 //! 3. **The driver's word** says what the driver is doing: `AWAKE`, asleep
-//!    until a tick, or `SHUT_DOWN` (for good). It is the other half of two
-//!    Dekker pairs, each side storing, fencing `SeqCst`, then loading:
-//!    - *admission*: a producer counts its timer in, fences, and reads the
-//!      word; on `SHUT_DOWN` it counts the timer out and refuses it. The
-//!      driver stores `SHUT_DOWN`, fences, and reads `pending` (counts out
-//!      before counts in, so it never reads less than the truth), filing
-//!      and abandoning until it reads zero. So a timer admitted `Ok` is one
-//!      the driver waits for, however late its message comes (up to
-//!      `SHUTDOWN_PATIENCE`: a producer stopped that long between its count
-//!      and its send is a thread killed, or a bug).
-//!    - *wake-up*: a producer sends (pushes or parks), fences, and reads
-//!      the word; if the driver sleeps past the tick by which it must look
-//!      at the message (`look_by`), the producer swaps the word to `AWAKE`
-//!      and unparks it (one unpark per sleep, however many producers see
-//!      it). The driver stores the tick it will wake at, fences, and sleeps
-//!      only if no message is ready in the queue or the spots and no
-//!      `advance` waits. A message claimed in the queue but not yet written
-//!      holds up the messages behind it: the driver then asks to be woken
-//!      by any message (`ANY`), and sleeps only with `ANY` in its word while
-//!      places are claimed; every push, whatever it is for, ends with this
-//!      fence and look. A cancel pushes nothing and wakes no one: the
-//!      cancelled timer's copy is still in the wheel, so the driver's plan
-//!      is no later than its deadline.
-//!
-//!    Without a `max_pending` limit, each thread counts its timers in and
-//!    out on its spot, so threads never contend on one count; `pending` is
-//!    the spots' sum. With a limit, one shared count enforces it exactly.
+//!    until a tick, or `SHUT_DOWN` (for good). It is the other half of a
+//!    Dekker pair, the *wake-up*, each side storing, fencing `SeqCst`, then
+//!    loading: a producer sends (pushes or parks), fences, and reads the
+//!    word; if the driver sleeps past the tick by which it must look at the
+//!    message (`look_by`), the producer swaps the word to `AWAKE` and
+//!    unparks it (one unpark per sleep, however many producers see it). The
+//!    driver stores the tick it will wake at, fences, and sleeps only if no
+//!    message is ready in the queue or the spots and no `advance` waits. A
+//!    message claimed in the queue but not yet written holds up the
+//!    messages behind it: the driver then asks to be woken by any message
+//!    (`ANY`), and sleeps only with `ANY` in its word while places are
+//!    claimed; every push, whatever it is for, ends with this fence and
+//!    look. A cancel pushes nothing and wakes no one: the cancelled timer's
+//!    copy is still in the wheel, so the driver's plan is no later than its
+//!    deadline.
 //! 4. **The driver owns the wheels.** Only the driver thread touches them
 //!    and an entry's `marks`. Filing a pending word files a copy of
 //!    the entry at its tick; a copy fires only if the word is still pending
@@ -93,9 +87,20 @@
 //!    again. The clock moves to the answer in one step, to the later of its
 //!    time and the deadline, so that callers on several threads that found
 //!    the same deadline leave it there.
-//! 7. **Shutdown** is joined once: whoever takes the driver's join handle
-//!    joins it while holding the lock it sits behind, so a second caller
-//!    returns only once the service is down.
+//! 7. **Shutdown closes the doors**, then is joined once. The driver, once
+//!    it sees `SHUT_DOWN`, closes every spot, taking what was parked, and
+//!    then the queue. A park refused by a closed spot goes to the queue, and
+//!    a push refused by the closed queue hands its message back: the
+//!    producer counts the timer out and refuses it (`Err(Shutdown)`), or,
+//!    for a re-armed `Sleep`, abandons it (rule 1). A message accepted
+//!    before the close is one the driver takes: every place claimed in the
+//!    queue before it is written, however late, and the driver files and
+//!    abandons until none is left (giving up after `SHUTDOWN_PATIENCE`
+//!    without one landing: a producer stopped that long between claiming a
+//!    place and writing it is a thread killed, or a bug). So a timer
+//!    scheduled `Ok` fires or is abandoned, and counted. Whoever takes the
+//!    driver's join handle joins it while holding the lock it sits behind,
+//!    so a second caller returns only once the service is down.
 
 use core::fmt;
 use core::time::Duration;
@@ -232,12 +237,12 @@ impl Shared {
         *lock(&self.join) = Some(join);
     }
 
-    // ---- Admission and counting (rule 3, admission) ----
+    // ---- Counting (rule 1) ----
 
-    /// Counts a new timer in on spot `spot`, or refuses it. Futures pass
-    /// `limited = false`: they count toward the limit but are never refused
-    /// by it. An `Ok` obliges the caller to hand the timer over, or count it
-    /// out itself.
+    /// Counts a new timer in on spot `spot`, or refuses it at the limit.
+    /// Futures pass `limited = false`: they count toward the limit but are
+    /// never refused by it. An `Ok` obliges the caller to hand the timer
+    /// over, or count it out with [`Self::refuse`].
     pub(crate) fn admit(&self, spot: usize, limited: bool) -> Result<(), ScheduleError> {
         if self.max_pending == usize::MAX {
             // Counted below.
@@ -252,13 +257,15 @@ impl Shared {
             self.pending.fetch_add(1, Ordering::AcqRel);
         }
         self.spots.count(spot, Count::Scheduled, 1);
-        fence(Ordering::SeqCst);
-        if self.word.load(Ordering::Relaxed) == SHUT_DOWN {
-            self.spots.count(spot, Count::Scheduled, -1);
-            self.uncount_limited(1);
-            return Err(ScheduleError::Shutdown);
-        }
         Ok(())
+    }
+
+    /// Counts out a timer counted in on spot `spot` whose message a closed
+    /// door handed back (rule 7): it never was the driver's.
+    pub(crate) fn refuse(&self, spot: usize) -> ScheduleError {
+        self.spots.count(spot, Count::Scheduled, -1);
+        self.uncount_limited(1);
+        ScheduleError::Shutdown
     }
 
     /// `n` timers left `PENDING` by transitions this thread won, other than
@@ -301,23 +308,32 @@ impl Shared {
         self.counts.panicked.load(Ordering::Relaxed)
     }
 
-    // ---- Submission (rules 2 and 3, wake-up) ----
+    // ---- Submission (rules 2, 3 and 7) ----
 
     /// Hands `message` to the driver, which must have looked at it by tick
-    /// `look_by`: a driver asleep past that is woken.
-    pub(crate) fn submit(&self, message: Message, look_by: u64) {
-        let seq = self.producer.push(message);
+    /// `look_by`: a driver asleep past that is woken. Once the queue is
+    /// closed (shutdown), hands the message back.
+    pub(crate) fn submit(&self, message: Message, look_by: u64) -> Result<(), Message> {
+        let seq = self.producer.push(message).map_err(|closed| closed.0)?;
         self.look_by(look_by, seq);
+        Ok(())
     }
 
     /// Parks a new timer's `message` in spot `spot`, or queues it if the
     /// spot is taken; the driver is to look at it by tick `look_by`.
-    pub(crate) fn park(&self, spot: usize, message: EntryRef, look_by: u64) {
+    /// Whether the driver took it: once the doors are closed (shutdown),
+    /// the message is dropped, and the caller still holds the entry.
+    #[must_use]
+    pub(crate) fn park(&self, spot: usize, message: EntryRef, look_by: u64) -> bool {
         match self.spots.park(spot, message) {
-            Ok(()) => self.look_by(look_by, 0),
-            // Taken: queued instead, so that no message is ever in a
-            // thread's hands, where neither the driver nor `advance` sees it.
-            Err(message) => self.submit(Message::Entry(message), look_by),
+            Ok(()) => {
+                self.look_by(look_by, 0);
+                true
+            }
+            // Taken (or closed): queued instead, so that no message is ever
+            // in a thread's hands, where neither the driver nor `advance`
+            // sees it.
+            Err(message) => self.submit(Message::Entry(message), look_by).is_ok(),
         }
     }
 
@@ -430,14 +446,6 @@ impl Shared {
     pub(crate) fn begin_shutdown(&self) {
         self.word.swap(SHUT_DOWN, Ordering::SeqCst);
         self.unpark_driver();
-    }
-
-    /// Driver: the admission half of rule 3 for shutdown: `SHUT_DOWN`
-    /// stored (again, by this thread), then the fence, before it reads
-    /// `pending`.
-    pub(crate) fn fence_shutdown(&self) {
-        self.word.store(SHUT_DOWN, Ordering::Relaxed);
-        fence(Ordering::SeqCst);
     }
 
     pub(crate) fn on_driver_thread(&self) -> bool {

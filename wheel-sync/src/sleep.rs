@@ -180,12 +180,14 @@ impl Sleep {
         let tick = lane.shared.clock.tick_for(self.deadline);
         let (entry, message) = EntryRef::new(tick, Wake::new(waker));
         let entry = self.entry.insert(entry);
-        // Refused only after shutdown: abandoned, for good.
-        if lane.shared.admit(lane.spot, false).is_err() {
+        // Never refused by the limit; counted in, then refused only after
+        // shutdown: abandoned, for good.
+        let _ = lane.shared.admit(lane.spot, false);
+        if !lane.shared.park(lane.spot, message, tick) {
+            let _ = lane.shared.refuse(lane.spot);
             entry.abandon();
             return Poll::Ready(Err(ShutDown));
         }
-        lane.shared.park(lane.spot, message, tick);
         Poll::Pending
     }
 
@@ -237,12 +239,9 @@ fn rearm(lane: &Lane, entry: &EntryRef<Wake>, tick: u64) {
         }
         if from != PENDING {
             // Only this owner moves the timer out of `FIRED` or `CANCELLED`,
-            // so the re-arm below cannot fail.
-            if shared.admit(spot, false).is_err() {
-                // Shut down: nothing was counted in, nothing is counted out.
-                entry.abandon_from(from);
-                return;
-            }
+            // so the re-arm below cannot fail. (A future is never refused by
+            // the limit.)
+            let _ = shared.admit(spot, false);
         }
         match entry.rearm_from(from, tick) {
             Ok(must_push) => break must_push,
@@ -251,7 +250,11 @@ fn rearm(lane: &Lane, entry: &EntryRef<Wake>, tick: u64) {
         }
     };
     if must_push {
-        shared.submit(Message::Entry(entry.erased()), tick);
+        if shared.submit(Message::Entry(entry.erased()), tick).is_err() && entry.abandon() {
+            // Shut down: the driver will never see this move (rule 7 of
+            // `shared`). Abandoned by its owner, who polls next: no wake.
+            shared.release(spot, 1);
+        }
     } else {
         // Its message is still queued and carries the new tick, but a
         // driver asleep past `tick` must be told to look sooner.

@@ -12,6 +12,9 @@
 //! - A parked message is as good as a queued one (rules 2 and 3 of
 //!   `shared`): the driver takes every parked message each round, and
 //!   looks at the spots after its fence before it sleeps.
+//! - At shutdown the driver closes every spot: it swaps in [`CLOSED`],
+//!   taking what was parked, and no park succeeds after (the message goes
+//!   to the queue, which the driver closes too, and is refused there).
 //! - A cancel takes a parked timer's message back with a compare-exchange
 //!   on the spot of its handle's lane (the spot it was parked in): the
 //!   driver never sees that timer.
@@ -29,9 +32,9 @@
 //!   that takes its spot's count to zero holds the memory through its
 //!   thread's lane while it reads, and one that leaves the count above zero
 //!   touches nothing after.
-//! - The timers' counts are the one place each fact is counted: timers admitted
-//!   (`scheduled`), cancelled by their owners, and otherwise counted out
-//!   (fired, abandoned, refused after admission). They wrap, and a timer
+//! - The timers' counts are the one place each fact is counted: timers
+//!   counted in (`scheduled`, less those a closed door refused), cancelled
+//!   by their owners, and otherwise counted out (fired, abandoned). They wrap, and a timer
 //!   may be counted in on one spot and out on another: only their sums
 //!   across the spots mean anything, and the live timers are the first
 //!   sum less the other two. `dead` counts something else: the copies in
@@ -48,6 +51,12 @@ use crate::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 /// Spots per service; under loom, two (its model threads share one OS
 /// thread, and so may share a spot: the shared case).
 pub(crate) const SPOTS: usize = if cfg!(loom) { 2 } else { 64 };
+
+/// A closed spot's message: no entry's address (an entry is a heap
+/// allocation of more than one byte, never at address 1).
+fn closed() -> *mut Entry {
+    ptr::without_provenance_mut(1)
+}
 
 /// An owner count's low half: the count.
 const COUNT: u64 = (1 << 32) - 1;
@@ -80,7 +89,7 @@ impl Spot {
 /// Which of a spot's counts.
 #[derive(Clone, Copy)]
 pub(crate) enum Count {
-    /// Timers admitted (less those refused after admission).
+    /// Timers counted in (less those a closed door refused: `shared`, rule 7).
     Scheduled,
     /// Timers their owners cancelled.
     Cancelled,
@@ -106,8 +115,8 @@ impl Spots {
         }
     }
 
-    /// Parks `message` in spot `index` if the spot is empty; else hands it
-    /// back, for the caller to queue.
+    /// Parks `message` in spot `index` if the spot is empty; else (taken or
+    /// closed) hands it back, for the caller to queue.
     #[inline]
     pub(crate) fn park(&self, index: usize, message: EntryRef) -> Result<(), EntryRef> {
         let spot = &self.spot(index).message;
@@ -147,7 +156,9 @@ impl Spots {
     pub(crate) fn sweep(&self, mut take: impl FnMut(EntryRef)) -> usize {
         let mut taken = 0;
         for spot in self.spots.iter() {
-            if spot.message.load(Ordering::Relaxed).is_null() {
+            // Only the driver closes a spot, so a closed one stays closed.
+            let parked = spot.message.load(Ordering::Relaxed);
+            if parked.is_null() || parked == closed() {
                 continue;
             }
             let ptr = spot.message.swap(ptr::null_mut(), Ordering::AcqRel);
@@ -160,9 +171,23 @@ impl Spots {
         taken
     }
 
+    /// Driver, at shutdown: closes every spot, taking what was parked.
+    pub(crate) fn close(&self, mut take: impl FnMut(EntryRef)) {
+        for spot in self.spots.iter() {
+            let ptr = spot.message.swap(closed(), Ordering::AcqRel);
+            if !ptr.is_null() && ptr != closed() {
+                // SAFETY: as in `park`.
+                take(unsafe { EntryRef::from_raw(ptr) });
+            }
+        }
+    }
+
     /// Whether any message is parked (a snapshot).
     pub(crate) fn any_parked(&self) -> bool {
-        (self.spots.iter()).any(|spot| !spot.message.load(Ordering::Relaxed).is_null())
+        (self.spots.iter()).any(|spot| {
+            let parked = spot.message.load(Ordering::Relaxed);
+            !parked.is_null() && parked != closed()
+        })
     }
 
     /// Counts a `TimerService` clone in on spot `index`.
@@ -246,7 +271,7 @@ impl Spots {
         })
     }
 
-    /// Live timers: admitted, less cancelled and otherwise counted out.
+    /// Live timers: counted in, less cancelled and otherwise counted out.
     /// Exact when no count is moving, and never below the truth: the counts
     /// out are read first, and every timer counted out was counted in
     /// before, so the later read of the counts in sees it. (Read the other

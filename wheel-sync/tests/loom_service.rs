@@ -407,8 +407,9 @@ fn shutdown_racing_detached_schedule_drops_it_unrun() {
         let (report, result) =
             shutdown_racing(&timers, &drops, &ran, |t, f| t.schedule_detached(HOUR, f));
         assert!(result.is_ok() || result == Err(ScheduleError::Shutdown));
-        // Exact: an admitted job is the driver's to drop and count, however
-        // late its push lands; a refused one was dropped by `schedule`.
+        // Exact: a job whose push the queue took is the driver's to drop and
+        // count, however late the push lands; a refused one was dropped by
+        // `schedule`.
         assert_eq!(report.unfired, usize::from(result.is_ok()));
         assert_eq!(timers.pending(), 0);
         assert_eq!(drops.load(Ordering::SeqCst), 1);
@@ -416,8 +417,8 @@ fn shutdown_racing_detached_schedule_drops_it_unrun() {
     });
 }
 
-/// A sleep's first poll (its registration) racing a shutdown: admitted, it
-/// is abandoned and counted; refused, its poll panics and nothing is
+/// A sleep's first poll (its registration) racing a shutdown: taken by the
+/// driver, it is abandoned and counted; refused, its poll panics and nothing is
 /// counted. Either way it is shut down, and nothing is left pending.
 #[test]
 fn shutdown_racing_a_sleeps_registration_leaves_none_pending() {
@@ -444,11 +445,11 @@ fn shutdown_racing_a_sleeps_registration_leaves_none_pending() {
 
 /// A sleep reset to a passed deadline (its timer cancelled; if the driver
 /// had filed it, its copy is still in the wheel), then reset to a later
-/// one while a shutdown runs: refused, it is abandoned in one exchange, and
-/// counted out once. Fails (the shared count wraps and the shutdown waits
-/// for it forever) when the refused re-arm passes through `PENDING` before
-/// it abandons, where the driver, abandoning what its wheel holds, can take
-/// the timer for a live one and count it out.
+/// one while a shutdown runs: the re-arm's push refused by the closed
+/// queue, the owner abandons the timer unless the driver, abandoning what
+/// its wheel holds, took it first, and it is counted out once. Fails (the
+/// count wraps) when the owner counts the refused re-arm out without
+/// winning the move to `ABANDONED`.
 #[test]
 fn a_sleep_reset_as_the_service_shuts_down_is_counted_out_once() {
     model(|| {

@@ -44,7 +44,7 @@ fn a_producer_preempted_between_claim_and_write_neither_spins_the_driver_nor_hol
     let due = state.clock.tick_after(Duration::from_millis(30));
     let (entry, message) = EntryRef::new(due, Wake::new(std::task::Waker::noop()));
     state.admit(0, false).unwrap();
-    state.submit(Message::Entry(message), due);
+    assert!(state.submit(Message::Entry(message), due).is_ok());
     while !entry.is_filed() {
         std::thread::yield_now();
     }
@@ -64,12 +64,12 @@ fn a_producer_preempted_between_claim_and_write_neither_spins_the_driver_nor_hol
         std::thread::spawn(move || {
             stall::next_push(claimed, held);
             state.admit(0, true).unwrap();
-            state.submit(Message::Job(0, job), 0);
+            assert!(state.submit(Message::Job(0, job), 0).is_ok());
         })
     };
     claim.recv_timeout(PATIENCE).unwrap();
     state.admit(0, true).unwrap();
-    state.submit(Message::Job(0, job(&ran)), 0);
+    assert!(state.submit(Message::Job(0, job(&ran)), 0).is_ok());
     let rounds = || state.stats.rounds.load(Ordering::Relaxed);
     let (before, start) = (rounds(), Instant::now());
     // The wheel's timer fires meanwhile, the queue's waits.
@@ -181,7 +181,7 @@ fn an_advance_waiting_on_a_stalled_push_does_not_spin_a_manual_clock_driver() {
             let job = Job::new(move || {
                 ran.fetch_add(1, Ordering::Relaxed);
             });
-            state.submit(Message::Job(0, job), 0);
+            assert!(state.submit(Message::Job(0, job), 0).is_ok());
         })
     };
     claim.recv_timeout(PATIENCE).unwrap();

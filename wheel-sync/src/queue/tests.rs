@@ -27,7 +27,7 @@ fn counted(id: usize, drops: &Arc<AtomicUsize>) -> Counted {
 fn fifo_single_producer() {
     let (producer, mut consumer) = channel();
     for i in 0..10u32 {
-        assert_eq!(producer.push(i), u64::from(i));
+        assert_eq!(producer.push(i).unwrap(), u64::from(i));
     }
     let popped: Vec<u32> = core::iter::from_fn(|| consumer.pop()).collect();
     assert_eq!(popped, (0..10).collect::<Vec<_>>());
@@ -40,7 +40,7 @@ fn interleaved_push_pop_across_blocks() {
     let (producer, mut consumer) = channel();
     let mut expected = 0;
     for i in 0..n {
-        assert_eq!(producer.push(i), i as u64);
+        assert_eq!(producer.push(i).unwrap(), i as u64);
         // Pop every other push so the consumer trails and blocks are freed mid-run.
         if i % 2 == 1 {
             assert_eq!(consumer.pop(), Some(expected));
@@ -53,7 +53,7 @@ fn interleaved_push_pop_across_blocks() {
     }
     assert_eq!(expected, n);
     // The queue keeps working after it has drained past several blocks.
-    assert_eq!(producer.push(99), n as u64);
+    assert_eq!(producer.push(99).unwrap(), n as u64);
     assert_eq!(consumer.pop(), Some(99));
 }
 
@@ -62,7 +62,7 @@ fn len_tracks_pushes_and_pops() {
     let (producer, mut consumer) = channel();
     assert!(producer.is_empty() && consumer.is_empty());
     for i in 0..(2 * BLOCK_CAP + 1) {
-        producer.push(i);
+        producer.push(i).unwrap();
         assert_eq!(producer.len(), i + 1);
     }
     for left in (0..(2 * BLOCK_CAP + 1)).rev() {
@@ -82,7 +82,7 @@ fn drop_with_items_inside_drops_each_once() {
     let popped = BLOCK_CAP + 2;
     let (producer, mut consumer) = channel();
     for id in 0..pushed {
-        producer.push(counted(id, &drops));
+        producer.push(counted(id, &drops)).unwrap();
     }
     for id in 0..popped {
         assert_eq!(consumer.pop().map(|item| item.id), Some(id));
@@ -91,7 +91,7 @@ fn drop_with_items_inside_drops_each_once() {
     drop(consumer);
     // The producer still owns the queue: nothing more is dropped yet.
     assert_eq!(drops.load(Ordering::Relaxed), popped);
-    producer.push(counted(pushed, &drops));
+    producer.push(counted(pushed, &drops)).unwrap();
     drop(producer);
     assert_eq!(drops.load(Ordering::Relaxed), pushed + 1);
 }
@@ -101,7 +101,7 @@ fn drop_consumer_last_drops_remaining() {
     let drops = Arc::new(AtomicUsize::new(0));
     let (producer, consumer) = channel();
     for id in 0..BLOCK_CAP {
-        producer.push(counted(id, &drops));
+        producer.push(counted(id, &drops)).unwrap();
     }
     drop(producer);
     assert_eq!(drops.load(Ordering::Relaxed), 0);
@@ -122,7 +122,11 @@ fn multi_producer_every_item_once_in_producer_order() {
             thread::spawn(move || {
                 let mut seqs = Vec::with_capacity(per_producer);
                 for i in 0..per_producer {
-                    seqs.push(producer.push((p, i, counted(p * per_producer + i, &drops))));
+                    seqs.push(
+                        producer
+                            .push((p, i, counted(p * per_producer + i, &drops)))
+                            .unwrap(),
+                    );
                 }
                 seqs
             })
