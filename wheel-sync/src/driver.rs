@@ -107,7 +107,7 @@ impl Driver {
         self.spot = crate::lane::spot();
         let rounds = catch_unwind(AssertUnwindSafe(|| {
             let mut woken = false;
-            while !self.shared.is_shut_down() {
+            while !self.shared.is_stopping() {
                 woken = self.round(woken);
             }
         }));
@@ -312,6 +312,7 @@ impl Driver {
         let shared = Arc::clone(&self.shared);
         shared.spots.close(|entry| self.file(entry));
         self.consumer.close();
+        shared.doors_closed();
         let mut unfired = 0;
         let mut patience = Instant::now() + SHUTDOWN_PATIENCE;
         let backoff = Backoff::new();

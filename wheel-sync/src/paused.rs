@@ -72,7 +72,7 @@ impl TimerService {
         loop {
             // A shutdown wakes every sleep it abandons, and an abandoned
             // sleep panics when polled: report it instead.
-            if shared.is_shut_down() {
+            if shared.is_stopping() {
                 return Err(AdvanceError::Shutdown);
             }
             if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {

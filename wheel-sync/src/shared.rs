@@ -33,7 +33,8 @@
 //!    the driver never sees that timer (a request answered in time). A
 //!    cancel sends no message (rule 4).
 //! 3. **The driver's word** says what the driver is doing: `AWAKE`, asleep
-//!    until a tick, or `SHUT_DOWN` (for good). It is the other half of a
+//!    until a tick, `STOPPING` (asked to shut down) or `SHUT_DOWN` (for
+//!    good). It is the other half of a
 //!    Dekker pair, the *wake-up*, each side storing, fencing `SeqCst`, then
 //!    loading: a producer sends (pushes or parks), fences, and reads the
 //!    word; if the driver sleeps past the tick by which it must look at the
@@ -88,8 +89,9 @@
 //!    time and the deadline, so that callers on several threads that found
 //!    the same deadline leave it there.
 //! 7. **Shutdown closes the doors**, then is joined once. The driver, once
-//!    it sees `SHUT_DOWN`, closes every spot, taking what was parked, and
-//!    then the queue. A park refused by a closed spot goes to the queue, and
+//!    it sees `STOPPING`, closes every spot, taking what was parked, then
+//!    the queue, and only then stores `SHUT_DOWN`: a schedule made after
+//!    the service reads as shut down is refused. A park refused by a closed spot goes to the queue, and
 //!    a push refused by the closed queue hands its message back: the
 //!    producer counts the timer out and refuses it (`Err(Shutdown)`), or,
 //!    for a re-armed `Sleep`, abandons it (rule 1). A message accepted
@@ -132,7 +134,10 @@ pub(crate) const FOREVER: u64 = 1 << 61;
 /// its tick (it waits for a producer caught between claiming its place in
 /// the queue and writing it).
 pub(crate) const ANY: u64 = 1 << 62;
-/// The driver's word once the service is shut down.
+/// The driver's word once a shutdown is asked for, until the driver has
+/// closed the doors (rule 7).
+pub(crate) const STOPPING: u64 = u64::MAX - 1;
+/// The driver's word once the doors are closed: every schedule is refused.
 pub(crate) const SHUT_DOWN: u64 = u64::MAX;
 
 /// What travels through the queue to the driver.
@@ -147,7 +152,7 @@ pub(crate) enum Message {
 pub(crate) struct Shared {
     producer: Producer<Message>,
     pub(crate) clock: Clock,
-    /// `AWAKE`, the tick the driver sleeps until, or `SHUT_DOWN`.
+    /// `AWAKE`, the tick the driver sleeps until, `STOPPING` or `SHUT_DOWN`.
     word: CachePadded<AtomicU64>,
     /// Parked messages, and each thread's count of live timers.
     pub(crate) spots: Spots,
@@ -396,7 +401,7 @@ impl Shared {
     #[inline]
     fn wake_driver_if(&self, needed: impl Fn(u64) -> bool) {
         let mut planned = self.word.load(Ordering::Relaxed);
-        while planned != AWAKE && planned != SHUT_DOWN && (planned & ANY != 0 || needed(planned)) {
+        while planned != AWAKE && planned < STOPPING && (planned & ANY != 0 || needed(planned)) {
             match self
                 .word
                 .compare_exchange(planned, AWAKE, Ordering::Relaxed, Ordering::Relaxed)
@@ -419,7 +424,7 @@ impl Shared {
     // ---- The driver's side of rule 3 ----
 
     /// Driver: it is going to sleep until `plan` (a tick, or `FOREVER`).
-    /// `false` if the service is shut down.
+    /// `false` if a shutdown was asked for.
     pub(crate) fn plan_sleep(&self, plan: u64) -> bool {
         self.word
             .compare_exchange(AWAKE, plan, Ordering::Relaxed, Ordering::Relaxed)
@@ -427,7 +432,7 @@ impl Shared {
     }
 
     /// Driver, after its sleep (or instead of it): back to `AWAKE` unless
-    /// shut down. Returns whether a producer ended the sleep.
+    /// a shutdown was asked for. Returns whether a producer ended the sleep.
     pub(crate) fn end_sleep(&self, plan: u64) -> bool {
         match self
             .word
@@ -438,14 +443,30 @@ impl Shared {
         }
     }
 
+    /// Whether the doors are closed (rule 7): a schedule made after this
+    /// reads true is refused.
     pub(crate) fn is_shut_down(&self) -> bool {
         self.word.load(Ordering::Acquire) == SHUT_DOWN
     }
 
-    /// Shuts the service down for good (rule 3) and wakes the driver.
+    /// Whether a shutdown has been asked for (the doors may still be open):
+    /// what users are told as "shut down", since every pending timer will
+    /// be abandoned.
+    pub(crate) fn is_stopping(&self) -> bool {
+        self.word.load(Ordering::Acquire) >= STOPPING
+    }
+
+    /// Asks for a shutdown, for good, and wakes the driver (rule 7).
     pub(crate) fn begin_shutdown(&self) {
-        self.word.swap(SHUT_DOWN, Ordering::SeqCst);
+        // A maximum, so that a late call never takes `SHUT_DOWN` back.
+        self.word.fetch_max(STOPPING, Ordering::SeqCst);
         self.unpark_driver();
+    }
+
+    /// Driver: the doors are closed; from now on the service reports
+    /// itself shut down.
+    pub(crate) fn doors_closed(&self) {
+        self.word.store(SHUT_DOWN, Ordering::Release);
     }
 
     pub(crate) fn on_driver_thread(&self) -> bool {
@@ -569,7 +590,7 @@ impl Shared {
     }
 
     fn refuse_if_shut_down(&self) -> Result<(), AdvanceError> {
-        if self.is_shut_down() {
+        if self.is_stopping() {
             Err(AdvanceError::Shutdown)
         } else {
             Ok(())

@@ -132,7 +132,7 @@ impl Sleep {
         match &self.entry {
             _ if self.passed => false,
             Some(entry) => entry.state() == ABANDONED,
-            None => self.lane.shared.is_shut_down(),
+            None => self.lane.shared.is_stopping(),
         }
     }
 

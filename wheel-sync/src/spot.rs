@@ -331,6 +331,25 @@ mod tests {
     }
 
     #[test]
+    fn a_closed_spot_gives_up_what_it_held_and_takes_nothing_after() {
+        let spots = Spots::new();
+        let (a, a_msg) = message(1);
+        let (b, b_msg) = message(2);
+        assert!(spots.park(2, a_msg).is_ok());
+        let mut closed_on = Vec::new();
+        spots.close(|m| closed_on.push(m));
+        assert_eq!(closed_on.len(), 1, "the parked message, once");
+        assert_eq!(closed_on[0].as_ptr(), a.as_ptr());
+        assert!(!spots.any_parked());
+        let refused = spots.park(2, b_msg).expect_err("spot 2 is closed");
+        assert_eq!(refused.as_ptr(), b.as_ptr());
+        assert!(spots.park(9, refused).is_err(), "every spot is closed");
+        assert!(!spots.retract(2, a.as_ptr()));
+        assert_eq!(spots.sweep(drop), 0, "a sweep neither takes nor reopens");
+        spots.close(|_| panic!("closed twice: nothing to take"));
+    }
+
+    #[test]
     fn dropping_the_spots_releases_what_is_parked() {
         let spots = Spots::new();
         let (a, a_msg) = message(1);

@@ -432,3 +432,36 @@ fn a_waker_holding_the_last_clone_ends_the_service_when_woken() {
     );
     assert_eq!(poll_once(&mut sleep, Waker::noop()), Poll::Ready(()));
 }
+
+/// Schedules made while a shutdown waits on a callback that holds up the
+/// driver: each is refused, or accepted and then counted unfired: none is
+/// lost, and once the shutdown returns every schedule is refused.
+#[test]
+fn schedules_while_a_shutdown_waits_on_a_blocked_callback_are_each_counted_or_refused() {
+    let timers = TimerService::new();
+    let (running, callback_runs) = mpsc::channel();
+    let (release, released) = mpsc::channel::<()>();
+    timers
+        .schedule(Duration::ZERO, move || {
+            running.send(()).unwrap();
+            let _ = released.recv();
+        })
+        .unwrap();
+    callback_runs.recv_timeout(PATIENCE).unwrap();
+    let first = {
+        let timers = timers.clone();
+        std::thread::spawn(move || timers.shutdown())
+    };
+    assert!(wait_until(|| timers.sleep(HOUR).is_shut_down()));
+    let accepted = (0..100)
+        .filter(|_| timers.schedule(HOUR, || ()).is_ok())
+        .count();
+    release.send(()).unwrap();
+    let report = first.join().unwrap().unwrap();
+    assert_eq!(report.unfired, accepted);
+    assert_eq!(timers.pending(), 0);
+    assert_eq!(
+        timers.schedule(HOUR, || ()).unwrap_err(),
+        ScheduleError::Shutdown
+    );
+}
