@@ -120,7 +120,7 @@ impl Driver {
                 drop_payload(payload);
                 0
             });
-        self.shared.set_unfired(unfired);
+        self.shared.add_unfired(unfired);
         self.shared.count_panics(take_uncounted());
     }
 
@@ -309,10 +309,15 @@ impl Driver {
     /// late; the wait gives up only after [`SHUTDOWN_PATIENCE`] without a
     /// single message landing.
     fn abandon_all(&mut self) -> usize {
-        let shared = Arc::clone(&self.shared);
-        shared.spots.close(|entry| self.file(entry));
+        // The doors close before any filing code runs: should it panic,
+        // every schedule after is still refused.
+        let mut parked = Vec::new();
+        self.shared.spots.close(|entry| parked.push(entry));
         self.consumer.close();
-        shared.doors_closed();
+        self.shared.doors_closed();
+        for entry in parked {
+            self.file(entry);
+        }
         let mut unfired = 0;
         let mut patience = Instant::now() + SHUTDOWN_PATIENCE;
         let backoff = Backoff::new();

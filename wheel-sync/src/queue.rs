@@ -8,7 +8,7 @@
 //! * The queue is a singly linked list of blocks of `BLOCK_CAP` places. A push claims the
 //!   next global sequence number `seq` with a CAS on `tail`; its item lives in place
 //!   `seq % BLOCK_CAP` of block `seq / BLOCK_CAP`.
-//! * `tail` stores `seq << 1 | INSTALLING`. The producer that claims the last place of a
+//! * `tail` stores `seq << 2 | CLOSED | INSTALLING`. The producer that claims the last place of a
 //!   block also sets `INSTALLING`; until it has linked a fresh block (`next`, then
 //!   `tail.block`, then a Release store of `tail` without the bit) no one can claim. A
 //!   producer reads `tail.block` after a bit-free `tail`; if its CAS from that `tail`
@@ -211,7 +211,7 @@ impl<T> Channel<T> {
                 spare = Some(Block::new());
             }
             let block = self.tail.block.load(Ordering::Acquire);
-            // `seq + 1` cannot overflow: 2^63 pushes would take centuries.
+            // `seq + 1` cannot overflow: 2^62 pushes would take centuries.
             let claimed = ((seq + 1) << SEQ_SHIFT) | if is_last { INSTALLING } else { 0 };
             match self.tail.seq.compare_exchange_weak(
                 tail,

@@ -370,7 +370,8 @@ impl Shared {
     /// sends nothing and wakes no one.
     ///
     /// The user's drop comes last: it may drop the service's last clone,
-    /// whose shutdown must then find this timer sent and counted out.
+    /// whose shutdown (and `pending() == 0` after it) must then find this
+    /// timer counted out.
     ///
     /// `rearmable`: the owner may move the timer back to `PENDING` (a
     /// `Sleep` reset to a passed deadline), so a message taken back must
@@ -502,9 +503,17 @@ impl Shared {
         }
     }
 
-    /// Driver: its last word, how many timers its shutdown abandoned.
-    pub(crate) fn set_unfired(&self, unfired: usize) {
-        self.unfired.store(unfired, Ordering::Release);
+    /// Driver, as its last word: how many timers its shutdown abandoned
+    /// (added to those their owners abandoned, below).
+    pub(crate) fn add_unfired(&self, unfired: usize) {
+        self.unfired.fetch_add(unfired, Ordering::AcqRel);
+    }
+
+    /// A pending timer whose move the closed queue refused, abandoned by
+    /// its owner on spot `spot` (rule 7): counted out, and unfired.
+    pub(crate) fn abandoned_by_owner(&self, spot: usize) {
+        self.release(spot, 1);
+        self.add_unfired(1);
     }
 
     /// What the shutdown left undone; read after the join.

@@ -232,7 +232,7 @@ pub(crate) struct ShutDown;
 /// counted in, and `pending` would wrap below zero meanwhile.
 fn rearm(lane: &Lane, entry: &EntryRef<Wake>, tick: u64) {
     let (shared, spot) = (&*lane.shared, lane.spot);
-    let must_push = loop {
+    let (from, must_push) = loop {
         let from = entry.state();
         if from == ABANDONED {
             return; // shut down: poll reports it
@@ -244,16 +244,28 @@ fn rearm(lane: &Lane, entry: &EntryRef<Wake>, tick: u64) {
             let _ = shared.admit(spot, false);
         }
         match entry.rearm_from(from, tick) {
-            Ok(must_push) => break must_push,
+            Ok(must_push) => break (from, must_push),
             // Fired or abandoned by the driver meanwhile: look again.
             Err(_) => debug_assert_eq!(from, PENDING),
         }
     };
     if must_push {
-        if shared.submit(Message::Entry(entry.erased()), tick).is_err() && entry.abandon() {
-            // Shut down: the driver will never see this move (rule 7 of
-            // `shared`). Abandoned by its owner, who polls next: no wake.
-            shared.release(spot, 1);
+        // Refused by the closed queue (rule 7 of `shared`): the driver will
+        // never see this move, and the copy it filed before may be gone
+        // (dropped as dead once the word moved). The owner abandons the
+        // timer unless the shutdown's abandonment of such a copy took it
+        // first. A timer that was pending is counted out and unfired, as
+        // the shutdown would have; one re-armed from `FIRED` or
+        // `CANCELLED` is a re-arm refused, and its count in is undone.
+        // Either way `poll` reports the shutdown; no one wakes the owner,
+        // who polls next.
+        let refused = shared.submit(Message::Entry(entry.erased()), tick).is_err();
+        if refused && entry.abandon() {
+            if from == PENDING {
+                shared.abandoned_by_owner(spot);
+            } else {
+                let _ = shared.refuse(spot);
+            }
         }
     } else {
         // Its message is still queued and carries the new tick, but a

@@ -276,7 +276,7 @@ impl Spots {
     /// out are read first, and every timer counted out was counted in
     /// before, so the later read of the counts in sees it. (Read the other
     /// way, a timer counted in and out between the two reads would hide a
-    /// live one, and a shutdown could end before its message came.)
+    /// live one.)
     pub(crate) fn live(&self) -> usize {
         let out = self
             .total(Count::Cancelled)
@@ -293,8 +293,8 @@ impl Spots {
 
 impl Drop for Spots {
     fn drop(&mut self) {
-        // Parked messages outlive the driver only if its shutdown gave up
-        // waiting for them (see the driver's `SHUTDOWN_PATIENCE`).
+        // Parked messages outlive the driver only if it died before it
+        // closed the spots.
         self.sweep(drop);
     }
 }

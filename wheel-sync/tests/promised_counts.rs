@@ -50,6 +50,31 @@ fn a_sleep_reset_after_shutdown_to_a_deadline_that_had_passed_completes() {
     assert!(!waited.is_shut_down(), "{waited:?}");
 }
 
+/// A sleep that fired, then reset to a later deadline after the shutdown:
+/// the closed queue refuses its new timer, which is counted neither in
+/// `Stats::scheduled` (as a schedule the shutdown refuses is not) nor in
+/// `pending`, and the sleep reports the shutdown. (Counted in and then
+/// out as a timer released, it raised `scheduled` for good.)
+#[test]
+fn a_fired_sleep_reset_after_shutdown_is_refused_and_counted_nowhere() {
+    let timers = manual();
+    let mut sleep = Box::pin(timers.sleep(ms(5)));
+    assert!(poll_once(&mut sleep, Waker::noop()).is_pending());
+    timers.advance(ms(10)).unwrap();
+    assert_eq!(poll_once(&mut sleep, Waker::noop()), Poll::Ready(()));
+    timers.shutdown().unwrap();
+    let before = timers.stats();
+    sleep.as_mut().reset(timers.now() + HOUR);
+    let after = timers.stats();
+    assert_eq!(after.scheduled, before.scheduled, "{after:?}");
+    assert_eq!(
+        after.fired + after.cancelled,
+        before.fired + before.cancelled
+    );
+    assert_eq!(timers.pending(), 0);
+    assert!(sleep.is_shut_down(), "{sleep:?}");
+}
+
 /// An interval across a shutdown: the ticks that were due before it are
 /// still handed out (at once, no timer needed), then waiting for one that
 /// was not is reported beforehand and panics; nothing stays counted.
