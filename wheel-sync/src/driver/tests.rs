@@ -208,3 +208,60 @@ fn an_advance_waiting_on_a_stalled_push_does_not_spin_a_manual_clock_driver() {
         "{spun} rounds in {elapsed_ms} ms of a stalled queue"
     );
 }
+
+/// A producer preempted between claiming its place in the queue and
+/// writing it, while a shutdown closes the queue: its schedule was taken
+/// (`Ok`), so the shutdown waits for the write, then abandons the callback
+/// and counts it, however late the place is written.
+#[test]
+fn a_push_claimed_before_the_queue_closed_is_taken_however_late_it_lands() {
+    use crate::queue::stall;
+    use crate::TimerService;
+    use std::sync::atomic::AtomicBool as StdAtomicBool;
+
+    let timers = TimerService::new();
+    let dropped = Arc::new(StdAtomicBool::new(false));
+    let (claimed, claim) = mpsc::channel();
+    let (release, held) = mpsc::channel();
+    let producer = {
+        let (timers, dropped) = (timers.clone(), Arc::clone(&dropped));
+        std::thread::spawn(move || {
+            stall::next_push(claimed, held);
+            let guard = DropFlag(dropped);
+            timers.schedule_detached(Duration::from_secs(3600), move || drop(guard))
+        })
+    };
+    claim.recv_timeout(PATIENCE).unwrap();
+    let shutdown = {
+        let timers = timers.clone();
+        std::thread::spawn(move || timers.shutdown())
+    };
+    let give_up = Instant::now() + PATIENCE;
+    while !timers.shared().is_shut_down() {
+        assert!(Instant::now() < give_up, "the doors never closed");
+        std::thread::yield_now();
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(
+        !shutdown.is_finished(),
+        "the shutdown ended before the claimed place was written"
+    );
+    release.send(()).unwrap();
+    assert_eq!(producer.join().unwrap(), Ok(()));
+    let report = shutdown.join().unwrap().unwrap();
+    assert_eq!(report.unfired, 1);
+    assert_eq!(timers.pending(), 0);
+    assert!(
+        dropped.load(Ordering::SeqCst),
+        "the callback was not dropped"
+    );
+}
+
+/// Sets its flag when dropped.
+struct DropFlag(Arc<std::sync::atomic::AtomicBool>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
