@@ -322,14 +322,7 @@ impl Driver {
         let mut patience = Instant::now() + SHUTDOWN_PATIENCE;
         let backoff = Backoff::new();
         loop {
-            let mut filed = 0;
-            loop {
-                let batch = self.file_messages(BATCH);
-                if batch == 0 {
-                    break;
-                }
-                filed += batch;
-            }
+            let filed = self.file_messages(usize::MAX);
             unfired += self.abandon_filed();
             if self.consumer.is_empty() || Instant::now() > patience {
                 return unfired;

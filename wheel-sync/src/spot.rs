@@ -12,8 +12,8 @@
 //! - A parked message is as good as a queued one (rules 2 and 3 of
 //!   `shared`): the driver takes every parked message each round, and
 //!   looks at the spots after its fence before it sleeps.
-//! - At shutdown the driver closes every spot: it swaps in [`CLOSED`],
-//!   taking what was parked, and no park succeeds after (the message goes
+//! - At shutdown the driver closes every spot: it swaps in a sentinel
+//!   (`closed()`), taking what was parked, and no park succeeds after (the message goes
 //!   to the queue, which the driver closes too, and is refused there).
 //! - A cancel takes a parked timer's message back with a compare-exchange
 //!   on the spot of its handle's lane (the spot it was parked in): the
@@ -34,8 +34,9 @@
 //!   touches nothing after.
 //! - The timers' counts are the one place each fact is counted: timers
 //!   counted in (`scheduled`, less those a closed door refused), cancelled
-//!   by their owners, and otherwise counted out (fired, abandoned). They wrap, and a timer
-//!   may be counted in on one spot and out on another: only their sums
+//!   by their owners, and otherwise counted out (fired, abandoned). They
+//!   wrap, and a timer may be counted in on one spot and out on another:
+//!   only their sums
 //!   across the spots mean anything, and the live timers are the first
 //!   sum less the other two. `dead` counts something else: the copies in
 //!   the driver's wheel that its threads' cancels left dead, summed by the
@@ -56,6 +57,11 @@ pub(crate) const SPOTS: usize = if cfg!(loom) { 2 } else { 64 };
 /// allocation of more than one byte, never at address 1).
 fn closed() -> *mut Entry {
     ptr::without_provenance_mut(1)
+}
+
+/// Whether a spot's word holds a parked message: neither empty nor closed.
+fn is_message(word: *mut Entry) -> bool {
+    !word.is_null() && word != closed()
 }
 
 /// An owner count's low half: the count.
@@ -157,8 +163,7 @@ impl Spots {
         let mut taken = 0;
         for spot in self.spots.iter() {
             // Only the driver closes a spot, so a closed one stays closed.
-            let parked = spot.message.load(Ordering::Relaxed);
-            if parked.is_null() || parked == closed() {
+            if !is_message(spot.message.load(Ordering::Relaxed)) {
                 continue;
             }
             let ptr = spot.message.swap(ptr::null_mut(), Ordering::AcqRel);
@@ -175,7 +180,7 @@ impl Spots {
     pub(crate) fn close(&self, mut take: impl FnMut(EntryRef)) {
         for spot in self.spots.iter() {
             let ptr = spot.message.swap(closed(), Ordering::AcqRel);
-            if !ptr.is_null() && ptr != closed() {
+            if is_message(ptr) {
                 // SAFETY: as in `park`.
                 take(unsafe { EntryRef::from_raw(ptr) });
             }
@@ -184,10 +189,7 @@ impl Spots {
 
     /// Whether any message is parked (a snapshot).
     pub(crate) fn any_parked(&self) -> bool {
-        (self.spots.iter()).any(|spot| {
-            let parked = spot.message.load(Ordering::Relaxed);
-            !parked.is_null() && parked != closed()
-        })
+        (self.spots.iter()).any(|spot| is_message(spot.message.load(Ordering::Relaxed)))
     }
 
     /// Counts a `TimerService` clone in on spot `index`.
