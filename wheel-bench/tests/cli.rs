@@ -165,6 +165,7 @@ fn quick_delay_prints_json_rows_and_plots() {
             "max_delay_ms",
             "cpu_pct",
             "cpu_s",
+            "cpu_released_s",
             "wall_ms",
             "wall_over_ideal_pct",
             "sched_ms",
@@ -203,6 +204,30 @@ fn quick_delay_prints_json_rows_and_plots() {
     }
     assert!(row["lateness_p50_ms"].as_f64() <= row["lateness_max_ms"].as_f64());
     assert!(row["peak_rss_mib"].as_f64().unwrap() > 0.0);
+    assert!(row["cpu_s"].as_f64() <= row["cpu_released_s"].as_f64());
+}
+
+#[test]
+fn a_row_whose_timers_outlive_the_last_fire_is_charged_for_their_release() {
+    let out = wheel_bench(&[
+        "delay",
+        "--quick",
+        "--json",
+        "--impls",
+        "wheel/handles",
+        "--timers",
+        "20000",
+        "--max-ms",
+        "200",
+    ]);
+    let stdout = stdout_of_success(&out);
+    let (row, _) = parse_row(stdout.lines().next().expect("a row"));
+    assert_eq!(row["impl"], "wheel/handles");
+    let (to_last_fire, released) = (row["cpu_s"].as_f64(), row["cpu_released_s"].as_f64());
+    assert!(
+        to_last_fire.is_some_and(|fired| released.is_some_and(|r| r >= fired && r > 0.0)),
+        "{row}"
+    );
 }
 
 /// `timeouts` of `wheel` and `heap` at one thread for 0.1 s, with `flags`:

@@ -123,9 +123,7 @@ fn wheel_handles(args: &DelayArgs, keep: bool) -> Result<DelayOutcome, RunError>
         }
     }
     run.scheduled();
-    let outcome = run.finish_with(Some(&service))?;
-    drop(handles);
-    Ok(outcome)
+    Ok(run.finish_releasing(Some(&service), move || drop(handles))?)
 }
 
 /// The tokio peer's tasks, each holding the service as a task would be
@@ -183,7 +181,7 @@ fn wheel_queue(args: &DelayArgs) -> Result<DelayOutcome, RunError> {
             rec.fire(expired.into_inner());
         }
     });
-    Ok(run.finish()?)
+    Ok(run.finish_releasing(None, move || drop(queue))?)
 }
 
 fn heap(args: &DelayArgs) -> Result<DelayOutcome, RunError> {
@@ -241,7 +239,7 @@ fn delay_queue(args: &DelayArgs) -> Result<DelayOutcome, RunError> {
             rec.fire(expired.into_inner());
         }
     });
-    Ok(run.finish()?)
+    Ok(run.finish_releasing(None, move || drop(queue))?)
 }
 
 /// One run in progress: the recorder, the memory baseline, the progress bar.
@@ -301,8 +299,24 @@ impl Run {
     /// As [`finish`](Self::finish), with a wheel-sync `service`'s own view
     /// of the lateness beside the recorder's.
     fn finish_with(self, service: Option<&TimerService>) -> io::Result<DelayOutcome> {
+        self.finish_releasing(service, || ())
+    }
+
+    /// As [`finish_with`](Self::finish_with), and then the release of the
+    /// timers, measured apart: `release` drops whatever still holds them
+    /// (handles, a queue), and the allocator settles what was freed. A
+    /// row whose timers are freed as they fire pays for that inside the
+    /// first window; one whose frees come after its last fire pays here.
+    fn finish_releasing(
+        self,
+        service: Option<&TimerService>,
+        release: impl FnOnce(),
+    ) -> io::Result<DelayOutcome> {
         self.rec.wait(&self.bar);
         let cpu_ns = child::cpu_ns()?.saturating_sub(self.cpu_start_ns);
+        release();
+        settle_allocator();
+        let release_cpu_ns = child::cpu_ns()?.saturating_sub(self.cpu_start_ns);
         let service_lateness = service.map(|service| {
             let late = service.stats().lateness;
             [late.p50, late.p99].map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
@@ -312,9 +326,26 @@ impl Run {
             sched_ns: self.sched_ns,
             baseline_rss_kib: self.baseline_rss_kib,
             cpu_ns,
+            release_cpu_ns,
             service_lateness,
         })
     }
+}
+
+/// Big enough that glibc's `malloc` serves it from its large bins, which
+/// it does only after merging the small chunks freed into the calling
+/// thread's arena.
+const SETTLE_BYTES: usize = 4096;
+
+/// Has the allocator settle what was freed, on this thread (the one that
+/// scheduled the callbacks and made their entries). glibc keeps small freed
+/// chunks, from any thread, unmerged in the arena they came from until
+/// that arena serves a large allocation; such a deferred merge would
+/// otherwise fall outside every window, charged to whatever allocates
+/// next. Other allocators do no such work here, and this costs them one
+/// allocation.
+fn settle_allocator() {
+    drop(std::hint::black_box(Vec::<u8>::with_capacity(SETTLE_BYTES)));
 }
 
 /// Deadlines `now + uniform[min, max]` in microsecond steps, in nanoseconds

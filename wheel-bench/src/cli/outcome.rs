@@ -33,6 +33,10 @@ pub struct DelayOutcome {
     /// CPU time (user + system, all threads) from just before scheduling to
     /// the last fire.
     pub cpu_ns: u64,
+    /// CPU time from the same start through the release of every timer:
+    /// what still holds them dropped (handles, a queue) and the allocator's
+    /// merge of what was freed (see `delay::settle_allocator`).
+    pub release_cpu_ns: u64,
     /// A wheel-sync service's own lateness p50 and p99 (ns past each
     /// timer's due tick), from its `Stats`; `None` for the peers.
     pub service_lateness: Option<[u64; 2]>,
@@ -132,6 +136,7 @@ mod tests {
                 sched_ns: 42,
                 baseline_rss_kib: 4096,
                 cpu_ns: 1_500_000_000,
+                release_cpu_ns: 1_600_000_000,
                 service_lateness: Some([700_000, 1_200_000]),
             }),
             Outcome::Timeouts(TimeoutsOutcome {

@@ -134,6 +134,10 @@ pub struct DelayRow {
     cpu_pct: Num<1>,
     #[tabled(rename = "CPU s")]
     cpu_s: Num<2>,
+    /// Through the release of every timer: the fair figure where a row's
+    /// frees fall after its last fire.
+    #[tabled(rename = "CPU s released")]
+    cpu_released_s: Num<2>,
     #[tabled(rename = "wall ms")]
     wall_ms: Num<0>,
     #[tabled(rename = "over ideal %")]
@@ -245,6 +249,7 @@ pub fn delay_rows(args: &DelayArgs, results: &[DelayResult]) -> Vec<DelayRow> {
                 max_delay_ms: args.max_ms,
                 cpu_pct: Num(100.0 * r.cpu_s / (wall_ms / 1e3)),
                 cpu_s: Num(r.cpu_s),
+                cpu_released_s: Num(r.outcome.release_cpu_ns as f64 / 1e9),
                 wall_ms: Num(wall_ms),
                 over_ideal_pct: Num(100.0 * (wall_ms - args.max_ms as f64) / args.max_ms as f64),
                 sched_ms: Num(ms(r.outcome.sched_ns)),

@@ -36,6 +36,7 @@ fn delay_result() -> DelayResult {
             sched_ns: 2_000_000,
             baseline_rss_kib: 1024,
             cpu_ns: 1_515_000_000,
+            release_cpu_ns: 1_616_000_000,
             service_lateness: None,
         },
         cpu_s: 1.515,
@@ -61,6 +62,7 @@ fn delay_row_derives_rates_and_costs() {
         r#""impl":"heap""#,
         r#""timers":1000"#,
         r#""cpu_pct":10.0"#,
+        r#""cpu_released_s":1.62"#,
         r#""wall_ms":15150"#,
         r#""wall_over_ideal_pct":1.0"#,
         // 0.5 ms rounded up to the top of its bucket.
