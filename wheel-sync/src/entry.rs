@@ -397,6 +397,16 @@ impl Entry {
         state_of(word) == PENDING && tick_of(word) == tick
     }
 
+    /// The tick the timer is moving to, if it is pending there with the
+    /// move's message still on its way (`QUEUED`), as the driver last saw
+    /// the word or later. The driver keeps a copy of such a timer rather
+    /// than drop it as dead (`shared`, rule 4).
+    #[inline]
+    pub(crate) fn moving_to(&self) -> Option<u64> {
+        let word = self.word_relaxed();
+        (state_of(word) == PENDING && word & QUEUED != 0).then(|| tick_of(word))
+    }
+
     /// Whether a reference besides this one is live (a message, a copy in
     /// the driver's wheel): a snapshot.
     #[inline]

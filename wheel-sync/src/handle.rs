@@ -41,7 +41,7 @@ impl TimerHandle {
     /// assert!(handle.cancel());
     /// ```
     pub fn cancel(&self) -> bool {
-        self.lane.shared.cancel(self.lane.spot, &self.entry, false)
+        self.lane.shared.cancel(self.lane.spot, &self.entry)
     }
 
     /// Whether the timer was cancelled, or abandoned by a shutdown: either

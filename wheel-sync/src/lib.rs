@@ -155,8 +155,9 @@
 //! shutdown) or of a waker is caught and counted in [`Stats::panicked`],
 //! and everything else still fires. No user code runs inside other user
 //! code: the driver runs callbacks and wakes wakers one after another,
-//! holding no lock, and polling or dropping a `Sleep` never wakes another
-//! task. A cancelled callback's closure is dropped by the thread that
+//! holding no lock, and polling, resetting or dropping a `Sleep` never
+//! runs a waker (a reset to a deadline already passed has the driver wake
+//! the task waiting on the sleep). A cancelled callback's closure is dropped by the thread that
 //! cancels it, at once. Callbacks run on the driver thread, so they must
 //! be short; a service built with [`Builder::callback_executor`] hands them
 //! to an executor instead.

@@ -54,7 +54,10 @@
 //!    the entry at its tick; a copy fires only if the word is still pending
 //!    at the copy's tick when it comes due (rule 1's compare-exchange), so
 //!    a cancel or a move leaves the old copy where it is, dead. A move's
-//!    message tells the driver; a cancel of a filed timer (`QUEUED` clear)
+//!    message tells the driver, which until then keeps one old copy of the
+//!    moving timer (filed again at the new tick if it comes due first): so
+//!    the driver holds a copy of every pending timer it has filed, and a
+//!    shutdown finds each. A cancel of a filed timer (`QUEUED` clear)
 //!    counts the copy dead on the canceller's spot instead, which the
 //!    driver sums each round. It drops the dead copies all at once when
 //!    they outnumber the live ones (by its count, which errs high). A round
@@ -93,8 +96,11 @@
 //!    the queue, and only then stores `SHUT_DOWN`: a schedule made after
 //!    the service reads as shut down is refused. A park refused by a closed spot goes to the queue, and
 //!    a push refused by the closed queue hands its message back: the
-//!    producer counts the timer out and refuses it (`Err(Shutdown)`), or,
-//!    for a re-armed `Sleep`, abandons it (rule 1). A message accepted
+//!    producer counts the timer out and refuses it (`Err(Shutdown)`). A
+//!    `Sleep`'s owner whose move is refused leaves the timer to the
+//!    driver, which holds a copy of it (rule 4); one whose re-arm of a
+//!    fired timer is refused abandons it (rule 1) and counts it out
+//!    (no task waits on it: the fire took the waker). A message accepted
 //!    before the close is one the driver takes: every place claimed in the
 //!    queue before it is written, however late, and the driver files and
 //!    abandons until none is left (giving up after `SHUTDOWN_PATIENCE`
@@ -373,21 +379,16 @@ impl Shared {
     ///
     /// The user's drop comes last: it may drop the service's last clone,
     /// whose shutdown (and `pending() == 0` after it) must then find this
-    /// timer counted out.
-    ///
-    /// `rearmable`: the owner may move the timer back to `PENDING` (a
-    /// `Sleep` reset to a passed deadline), so a message taken back must
-    /// leave `QUEUED` clear for the re-arm to send one; a handle's cancel
-    /// and a sleep's drop are final, and skip that write.
-    pub(crate) fn cancel<A>(&self, spot: usize, entry: &EntryRef<A>, rearmable: bool) -> bool {
+    /// timer counted out. A cancel is final (a handle's, a sleep's drop):
+    /// a message taken back leaves `QUEUED` set, as no re-arm follows.
+    pub(crate) fn cancel<A>(&self, spot: usize, entry: &EntryRef<A>) -> bool {
         let Some(filed) = entry.cancel() else {
             return false;
         };
         if filed {
             self.spots.count(spot, Count::Dead, 1);
-        } else if self.spots.retract(spot, entry.as_ptr()) && rearmable {
-            // No message is on its way now: a re-arm must send one.
-            entry.take_queued();
+        } else {
+            self.spots.retract(spot, entry.as_ptr());
         }
         self.spots.count(spot, Count::Cancelled, 1);
         self.uncount_limited(1);
@@ -505,17 +506,9 @@ impl Shared {
         }
     }
 
-    /// Driver, as its last word: how many timers its shutdown abandoned
-    /// (added to those their owners abandoned, below).
+    /// Driver, as its last word: how many timers its shutdown abandoned.
     pub(crate) fn add_unfired(&self, unfired: usize) {
         self.unfired.fetch_add(unfired, Ordering::AcqRel);
-    }
-
-    /// A pending timer whose move the closed queue refused, abandoned by
-    /// its owner on spot `spot` (rule 7): counted out, and unfired.
-    pub(crate) fn abandoned_by_owner(&self, spot: usize) {
-        self.release(spot, 1);
-        self.add_unfired(1);
     }
 
     /// What the shutdown left undone; read after the join.

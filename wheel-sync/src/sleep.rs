@@ -24,8 +24,9 @@ use crate::sync::Arc;
 /// [`TimerService::pending`](crate::TimerService::pending), and dropping it
 /// cancels its timer. It wakes the waker it was last polled with, so it
 /// works under any executor. A deadline that has passed when the sleep is
-/// made or [`reset`](Self::reset) completes it at its next poll, with no
-/// timer.
+/// made completes it at its first poll, with no timer; one passed when it
+/// is [`reset`](Self::reset) completes it at its next poll, and a task
+/// already waiting on it is woken.
 ///
 /// # Panics
 /// Polling a `Sleep` whose deadline had not come when its service shut
@@ -138,7 +139,10 @@ impl Sleep {
 
     /// Moves the deadline, whether or not the sleep has completed, reusing
     /// its timer (no allocation). Like tokio's `Sleep::reset`: a deadline
-    /// that has already passed completes the sleep at its next poll.
+    /// that has already passed completes the sleep at its next poll, and a
+    /// task waiting on it (the sleep may be shared, behind a lock) is woken,
+    /// by the driver, which fires its timer at once: never inside this
+    /// call.
     ///
     /// # Examples
     /// ```
@@ -165,10 +169,20 @@ impl Sleep {
             return; // its first poll makes the timer
         };
         let tick = lane.shared.clock.tick_for(deadline);
+        if entry.is_pending_at(tick) {
+            return; // nothing for the driver to do
+        }
         if self.passed {
-            lane.shared.cancel(lane.spot, entry, true);
-        } else if !entry.is_pending_at(tick) {
-            // (Already pending at that tick: nothing for the driver to do.)
+            // Complete for its next poll; and a task already waiting on it
+            // (the sleep may be held by another than its waiter) is woken,
+            // as tokio's is: moved to its passed tick, a pending timer is
+            // fired by the driver at once, on the driver's thread, never
+            // here in the caller's code, which may hold a lock the waker
+            // takes. One fired meanwhile is left so.
+            if let Ok(must_push) = entry.rearm_from(PENDING, tick) {
+                hand_over(lane, entry, PENDING, must_push, tick);
+            }
+        } else {
             rearm(lane, entry, tick);
         }
     }
@@ -249,28 +263,31 @@ fn rearm(lane: &Lane, entry: &EntryRef<Wake>, tick: u64) {
             Err(_) => debug_assert_eq!(from, PENDING),
         }
     };
-    if must_push {
-        // Refused by the closed queue (rule 7 of `shared`): the driver will
-        // never see this move, and the copy it filed before may be gone
-        // (dropped as dead once the word moved). The owner abandons the
-        // timer unless the shutdown's abandonment of such a copy took it
-        // first. A timer that was pending is counted out and unfired, as
-        // the shutdown would have; one re-armed from `FIRED` or
-        // `CANCELLED` is a re-arm refused, and its count in is undone.
-        // Either way `poll` reports the shutdown; no one wakes the owner,
-        // who polls next.
-        let refused = shared.submit(Message::Entry(entry.erased()), tick).is_err();
-        if refused && entry.abandon() {
-            if from == PENDING {
-                shared.abandoned_by_owner(spot);
-            } else {
-                let _ = shared.refuse(spot);
-            }
-        }
-    } else {
-        // Its message is still queued and carries the new tick, but a
-        // driver asleep past `tick` must be told to look sooner.
+    hand_over(lane, entry, from, must_push, tick);
+}
+
+/// Tells the driver that `entry`, moved by its owner from state `from`, is
+/// now pending at `tick`: `must_push`, with a message; else its message,
+/// still on its way, carries the new tick, but a driver asleep past `tick`
+/// must be told to look sooner.
+///
+/// A message the closed queue refuses (rule 7 of `shared`) is a change the
+/// driver never sees. A timer that was pending is left to the shutdown,
+/// which abandons it, wakes its task and counts it through the copy the
+/// driver keeps while a move is on its way (rule 4). A re-arm from `FIRED`
+/// or `CANCELLED` is refused: the owner abandons the timer, unless the
+/// shutdown took it first through an older copy, and undoes its count in.
+/// No task waits on such a timer (a fire takes the waker; a cancel is a
+/// drop), and `poll` reports the shutdown.
+fn hand_over(lane: &Lane, entry: &EntryRef<Wake>, from: u64, must_push: bool, tick: u64) {
+    let (shared, spot) = (&*lane.shared, lane.spot);
+    if !must_push {
         shared.hurry(tick);
+        return;
+    }
+    let refused = shared.submit(Message::Entry(entry.erased()), tick).is_err();
+    if refused && from != PENDING && entry.abandon() {
+        let _ = shared.refuse(spot);
     }
 }
 
@@ -297,7 +314,7 @@ impl Drop for Sleep {
             return;
         };
         let lane = &*self.lane;
-        lane.shared.cancel(lane.spot, &entry, false);
+        lane.shared.cancel(lane.spot, &entry);
         // A copy in the driver's wheel, or a message, may hold the entry a
         // while yet: the waker, which holds its task's memory, goes now.
         if entry.is_shared() {

@@ -3,7 +3,10 @@
 //! random moment. Afterwards every timer scheduled `Ok` fired, was
 //! cancelled, or is counted in `ShutdownReport::unfired` — exactly, the
 //! three adding up to what was scheduled — `pending()` is 0, and no sleep
-//! is left pending.
+//! is left pending. (A sleep last reset to a deadline already passed is
+//! elapsed for its poll whichever came first, the fire that wakes its
+//! waiter or the shutdown's abandonment: the report says which, and the
+//! count allows either.)
 //!
 //! Sleeps are futures with no `Ok`, whose timer is made by their first
 //! poll: one polled once shutdown has begun is shut down and never counted. So that each sleep's fate is known,
@@ -37,6 +40,10 @@ struct Tally {
     cancelled: u64,
     /// Abandoned at shutdown, as the handles and sleeps say.
     abandoned: u64,
+    /// Sleeps whose last reset, while the service ran, was to a deadline
+    /// already passed: elapsed at once for their poll, their timer fired
+    /// at once or, if the shutdown came first, abandoned.
+    fired_or_abandoned: u64,
     /// Schedules refused: the shutdown had begun.
     refused: u64,
 }
@@ -87,7 +94,12 @@ fn delay(rng: &mut XorShift) -> Duration {
 }
 
 /// The fate of a sleep kept to the end of the round.
-fn settle_sleep(sleep: &Sleep, tally: &mut Tally) {
+fn settle_sleep(sleep: &Sleep, passed: bool, tally: &mut Tally) {
+    if passed {
+        assert!(sleep.is_elapsed(), "{sleep:?}");
+        tally.fired_or_abandoned += 1;
+        return;
+    }
     assert!(
         sleep.is_elapsed() ^ sleep.is_shut_down(),
         "left pending: {sleep:?}"
@@ -105,8 +117,8 @@ fn produce(round: &Round, seed: u64, ops: usize, shut: &AtomicBool) -> Tally {
     let mut handles: Vec<(TimerHandle, Scheduled)> = Vec::new();
     let mut dropped: Vec<Scheduled> = Vec::new();
     // With whether it was settled before a reset after the shutdown (see
-    // `5`).
-    let mut sleeps: Vec<(Sleep, bool)> = Vec::new();
+    // `5`), and whether its last reset before was to a passed deadline.
+    let mut sleeps: Vec<(Sleep, bool, bool)> = Vec::new();
     let mut cx = Context::from_waker(Waker::noop());
     // At least `ops` operations, and on until the shutdown: every round
     // races it, however fast the machine.
@@ -165,7 +177,7 @@ fn produce(round: &Round, seed: u64, ops: usize, shut: &AtomicBool) -> Tally {
                     // polling it panics: as documented, and no loss.
                     let poll = AssertUnwindSafe(|| std::pin::Pin::new(&mut sleep).poll(&mut cx));
                     let _ = catch_unwind(poll);
-                    sleeps.push((sleep, false));
+                    sleeps.push((sleep, false, false));
                 }
             }
             5 => {
@@ -178,12 +190,16 @@ fn produce(round: &Round, seed: u64, ops: usize, shut: &AtomicBool) -> Tally {
                 // shutdown abandoned is settled before its reset too: reset
                 // to a deadline already passed, it completes, with no timer.
                 let quiet = round.quiet.read().unwrap();
-                if let Some((sleep, refused)) = sleeps.last_mut() {
+                if let Some((sleep, refused, passed)) = sleeps.last_mut() {
                     if *quiet && !*refused {
-                        settle_sleep(sleep, &mut tally);
+                        settle_sleep(sleep, *passed, &mut tally);
                         *refused = true;
                     }
-                    sleep.reset(Instant::now() + delay(&mut rng));
+                    let delay = delay(&mut rng);
+                    if !*quiet {
+                        *passed = delay.is_zero();
+                    }
+                    sleep.reset(Instant::now() + delay);
                     let poll = AssertUnwindSafe(|| std::pin::Pin::new(&mut *sleep).poll(&mut cx));
                     let _ = catch_unwind(poll);
                 }
@@ -191,7 +207,7 @@ fn produce(round: &Round, seed: u64, ops: usize, shut: &AtomicBool) -> Tally {
             6 => {
                 let quiet = round.quiet.read().unwrap();
                 if !*quiet {
-                    if let Some((sleep, _)) = sleeps.pop() {
+                    if let Some((sleep, _, _)) = sleeps.pop() {
                         // No shutdown under way: it fired, or this drop
                         // cancels it; either way it is not unfired.
                         if sleep.is_elapsed() {
@@ -227,9 +243,9 @@ fn produce(round: &Round, seed: u64, ops: usize, shut: &AtomicBool) -> Tally {
     for scheduled in &dropped {
         scheduled.settle(None, &mut tally);
     }
-    for (sleep, refused) in &sleeps {
+    for (sleep, refused, passed) in &sleeps {
         if !refused {
-            settle_sleep(sleep, &mut tally);
+            settle_sleep(sleep, *passed, &mut tally);
         }
     }
     tally
@@ -268,17 +284,20 @@ fn run_round(seed: u64, producers: usize, ops: usize) -> (bool, bool) {
     let fired = sum(|t| t.fired) + detached_ran;
     let cancelled = sum(|t| t.cancelled);
     let unfired = report.unfired as u64;
+    let known_unfired = sum(|t| t.abandoned) + (detached_ok - detached_ran);
+    let either = sum(|t| t.fired_or_abandoned);
     assert_eq!(round.timers.pending(), 0, "seed {seed}");
-    assert_eq!(
-        sum(|t| t.abandoned) + (detached_ok - detached_ran),
-        unfired,
-        "seed {seed}: the report's unfired against what the handles say; {:?}",
+    assert!(
+        (known_unfired..=known_unfired + either).contains(&unfired),
+        "seed {seed}: the report's unfired {unfired} against what the handles say, \
+         {known_unfired} and up to {either} more; {:?}",
         round.timers.stats()
     );
     assert_eq!(
-        fired + cancelled + unfired,
+        fired + cancelled + either + known_unfired,
         scheduled,
-        "seed {seed}: fired {fired} + cancelled {cancelled} + unfired {unfired}"
+        "seed {seed}: fired {fired} + cancelled {cancelled} + either {either} \
+         + unfired {known_unfired}"
     );
     (unfired > 0, sum(|t| t.refused) > 0)
 }

@@ -1,17 +1,17 @@
 //! loom models of the service's protocol (the ground rules of
 //! `src/shared.rs`), run on the real `TimerService` (its driver is a loom
 //! thread): cancel vs fire, cancel while queued, the driver's sleep and a
-//! producer's wake-up, `Sleep` waker registration vs fire, the
+//! producer's wake-up, the
 //! `max_pending` counter, shutdown racing a schedule, parked timers
 //! sharing a spot, taken back by a cancel, swept by the driver,
 //! abandoned at shutdown, detached callbacks (no entry: queued and filed
-//! by value) fired, or dropped unrun by a racing shutdown, a parked `Sleep`
-//! moved earlier, sleeps fired in one round, a manual clock's `advance`,
+//! by value) fired, or dropped unrun by a racing shutdown, a manual clock's `advance`,
 //! which returns only once what came due has fired, in deadline order, and its
 //! `advance_to_next`, which answers only from a round that saw the call,
 //! the exact account of a
 //! shutdown racing schedules, cancels and sleeps, and the last clones of a
-//! service dropped at once on two threads.
+//! service dropped at once on two threads. The models of a `Sleep` are in
+//! `loom_sleep.rs`.
 //!
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p wheel-sync --release --test loom_service`
 //!
@@ -20,8 +20,7 @@
 //! of one interleaving differ.
 #![cfg(loom)]
 
-use std::future::Future;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::mpsc::{self, Receiver};
@@ -29,28 +28,8 @@ use loom::sync::Arc;
 use loom::thread;
 use wheel_sync::{ScheduleError, ShutdownReport, TimerService};
 
-fn model(f: impl Fn() + Sync + Send + 'static) {
-    let mut builder = loom::model::Builder::new();
-    if builder.preemption_bound.is_none() {
-        builder.preemption_bound = Some(2);
-    }
-    builder.check(f);
-}
-
-fn past() -> Instant {
-    Instant::now()
-        .checked_sub(Duration::from_secs(1))
-        .unwrap_or_else(Instant::now)
-}
-
-const HOUR: Duration = Duration::from_secs(3600);
-
-/// Yields until `done`; loom fails the model if that never happens.
-fn wait_until(done: impl Fn() -> bool) {
-    while !done() {
-        thread::yield_now();
-    }
-}
+mod loom_support;
+use loom_support::{counter, model, past, wait_until, HOUR};
 
 /// Counts drops of what a callback captured: proves it was released.
 struct DropCount(Arc<AtomicUsize>);
@@ -59,10 +38,6 @@ impl Drop for DropCount {
     fn drop(&mut self) {
         self.0.fetch_add(1, Ordering::SeqCst);
     }
-}
-
-fn counter() -> Arc<AtomicUsize> {
-    Arc::new(AtomicUsize::new(0))
 }
 
 /// Shuts `timers` down while another thread schedules, with `schedule`, an
@@ -203,34 +178,6 @@ fn a_message_behind_one_still_being_written_is_not_stranded() {
             t.schedule_detached_at(past(), f).unwrap()
         });
         far.join().unwrap();
-        timers.shutdown().unwrap();
-    });
-}
-
-#[test]
-fn sleep_wake_is_not_lost() {
-    model(|| {
-        let timers = TimerService::new();
-        loom::future::block_on(timers.sleep_until(past()));
-        // The driver counts the timer out right after it marks it fired.
-        wait_until(|| timers.pending() == 0);
-        timers.shutdown().unwrap();
-    });
-}
-
-#[test]
-fn sleeps_fired_together_all_complete() {
-    // Fired in one round or in two, each task is woken by the driver after
-    // the round's firing.
-    model(|| {
-        let timers = TimerService::new();
-        let other = {
-            let sleep = timers.sleep_until(past());
-            thread::spawn(move || loom::future::block_on(sleep))
-        };
-        loom::future::block_on(timers.sleep_until(past()));
-        other.join().unwrap();
-        wait_until(|| timers.pending() == 0);
         timers.shutdown().unwrap();
     });
 }
@@ -415,95 +362,6 @@ fn shutdown_racing_detached_schedule_drops_it_unrun() {
         assert_eq!(drops.load(Ordering::SeqCst), 1);
         assert_eq!(ran.load(Ordering::SeqCst), 0, "ran at shutdown");
     });
-}
-
-/// A sleep's first poll (its registration) racing a shutdown: taken by the
-/// driver, it is abandoned and counted; refused, its poll panics and nothing is
-/// counted. Either way it is shut down, and nothing is left pending.
-#[test]
-fn shutdown_racing_a_sleeps_registration_leaves_none_pending() {
-    model(|| {
-        let timers = TimerService::new();
-        let producer = {
-            let timers = timers.clone();
-            thread::spawn(move || {
-                let mut sleep = Box::pin(timers.sleep(HOUR));
-                let waker = futures_noop_waker();
-                let mut cx = std::task::Context::from_waker(&waker);
-                let poll = std::panic::AssertUnwindSafe(|| sleep.as_mut().poll(&mut cx));
-                let admitted = std::panic::catch_unwind(poll).is_ok();
-                (sleep, admitted)
-            })
-        };
-        let report = timers.shutdown().unwrap();
-        let (sleep, admitted) = producer.join().unwrap();
-        assert_eq!(timers.pending(), 0);
-        assert!(sleep.is_shut_down(), "left pending");
-        assert_eq!(report.unfired, usize::from(admitted));
-    });
-}
-
-/// A sleep reset to a passed deadline (its timer cancelled; if the driver
-/// had filed it, its copy is still in the wheel), then reset to a later
-/// one while a shutdown runs: the re-arm's push refused by the closed
-/// queue, the owner abandons the timer unless the driver, abandoning what
-/// its wheel holds, took it first, and it is counted out once. Fails (the
-/// count wraps) when the owner counts the refused re-arm out without
-/// winning the move to `ABANDONED`.
-#[test]
-fn a_sleep_reset_as_the_service_shuts_down_is_counted_out_once() {
-    model(|| {
-        let timers = TimerService::builder().max_pending(4).build().unwrap();
-        let before = timers.stats().rounds;
-        let mut sleep = Box::pin(timers.sleep(HOUR));
-        let waker = futures_noop_waker();
-        assert!(sleep
-            .as_mut()
-            .poll(&mut std::task::Context::from_waker(&waker))
-            .is_pending());
-        // Parked, and most often filed by the round its park wakes.
-        wait_until(|| timers.stats().rounds > before);
-        sleep.as_mut().reset(past());
-        let resetter = thread::spawn(move || {
-            sleep.as_mut().reset(Instant::now() + HOUR);
-            sleep
-        });
-        let report = timers.shutdown().unwrap();
-        let sleep = resetter.join().unwrap();
-        assert_eq!(timers.pending(), 0);
-        assert!(report.unfired <= 1, "{report:?}");
-        assert!(sleep.is_shut_down() || sleep.is_elapsed());
-    });
-}
-
-#[test]
-fn parked_sleep_moved_earlier_is_swept_and_fires() {
-    // On a manual clock: an hour away, registered (parked), then moved to
-    // a millisecond away, its message still parked: the reset only hurries
-    // the driver, which must still take the parked message and fire it.
-    model(|| {
-        let timers = TimerService::builder().manual_clock().build().unwrap();
-        let mut sleep = Box::pin(timers.sleep(HOUR));
-        let waker = futures_noop_waker();
-        let mut cx = std::task::Context::from_waker(&waker);
-        assert!(sleep.as_mut().poll(&mut cx).is_pending());
-        sleep
-            .as_mut()
-            .reset(timers.now() + Duration::from_millis(1));
-        let advancer = {
-            let timers = timers.clone();
-            thread::spawn(move || timers.advance(Duration::from_millis(1)).unwrap())
-        };
-        advancer.join().unwrap();
-        assert!(sleep.is_elapsed(), "advance returned before it fired");
-        timers.shutdown().unwrap();
-        assert_eq!(timers.stats().fired, 1);
-    });
-}
-
-/// A waker that does nothing (`Waker::noop` is not loom's to see).
-fn futures_noop_waker() -> std::task::Waker {
-    std::task::Waker::noop().clone()
 }
 
 #[test]

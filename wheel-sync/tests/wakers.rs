@@ -11,26 +11,7 @@ use std::task::{Poll, Wake, Waker};
 use wheel_sync::{ShutdownError, Sleep, TimerHandle, TimerService};
 
 mod common;
-use common::{counting_waker, manual, ms, poll_once, within_patience, HOUR};
-
-/// What a waker does when woken; it runs once.
-struct OnWake(Mutex<Option<Box<dyn FnOnce() + Send>>>);
-
-impl Wake for OnWake {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        if let Some(act) = self.0.lock().unwrap().take() {
-            act();
-        }
-    }
-}
-
-fn on_wake(act: impl FnOnce() + Send + 'static) -> Waker {
-    Waker::from(Arc::new(OnWake(Mutex::new(Some(Box::new(act))))))
-}
+use common::{counting_waker, manual, ms, on_wake, poll_once, within_patience, HOUR};
 
 /// A waker woken by the driver schedules a callback, cancels another,
 /// moves a second sleep earlier and makes and polls a third: the `advance`

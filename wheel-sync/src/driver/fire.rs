@@ -97,17 +97,18 @@ impl Driver {
         }
     }
 
-    /// Drops every copy that can fire no more. A timer moved away and back
-    /// before its old copy came due has two copies at its tick, both
-    /// pending there: the first one met stays. So what is left is one copy
-    /// per live timer.
+    /// Drops every copy that can fire no more, but one of a timer whose
+    /// move is on its way (rule 4). A timer moved away and back before its
+    /// old copy came due has two copies at its tick, both pending there:
+    /// the first one met stays. So what is left is one copy per live timer.
     pub(super) fn keep_live(&mut self) {
         self.entries.retain(|_, entry| {
             entry.clear_seen();
             true
         });
-        self.entries
-            .retain(|deadline, entry| entry.is_pending_at(deadline) && !entry.mark_seen());
+        self.entries.retain(|deadline, entry| {
+            (entry.is_pending_at(deadline) || entry.moving_to().is_some()) && !entry.mark_seen()
+        });
         self.dead = 0;
     }
 
@@ -167,9 +168,14 @@ impl Driver {
         }
         for (entry, deadline, word) in self.batch.drain(..) {
             if !entry.try_fire(word, deadline) {
-                // A dead copy, or one whose move is on its way (its message
-                // will count it dead: low for that moment).
-                self.dead = self.dead.saturating_sub(1);
+                match entry.moving_to() {
+                    // Its move's message is on its way: kept, at the new
+                    // tick, so that a shutdown refusing the message still
+                    // finds the timer (rule 4); that message will count it
+                    // dead.
+                    Some(tick) => self.entries.insert(tick, entry),
+                    None => self.dead = self.dead.saturating_sub(1),
+                }
                 continue;
             }
             entry.set_filed(false);

@@ -157,6 +157,33 @@ fn a_timer_moved_away_and_back_keeps_one_copy_once_the_dead_are_dropped() {
     assert_eq!(fired, [100]);
 }
 
+/// A sleep moved while the driver holds its copy, the move's message not
+/// yet sent (its owner is between the move and the push): the driver keeps
+/// the old copy through a pass over the dead and past its tick, and a
+/// shutdown that then refuses the message still finds, abandons and counts
+/// the timer. Dropped as dead, the timer would be left pending, for its
+/// owner to abandon after the shutdown's report.
+#[test]
+fn a_timer_whose_move_is_on_its_way_keeps_a_copy_for_the_shutdown() {
+    let clock = Clock::new(Duration::from_millis(1), true);
+    let (state, consumer) = Shared::new(clock, usize::MAX);
+    let state = Arc::new(state);
+    let mut driver = Driver::new(Arc::clone(&state), consumer, None, 0);
+    let (entry, message) = EntryRef::new(100, Wake::new(std::task::Waker::noop()));
+    state.admit(0, false).unwrap();
+    driver.file(message);
+    assert_eq!(entry.rearm_from(crate::entry::PENDING, 200), Ok(true));
+    driver.keep_live();
+    assert_eq!(driver.entries.len(), 1, "dropped by the pass over the dead");
+    assert!(driver.fire_due(state.clock.deadline_of(150)));
+    assert_eq!(driver.entries.len(), 1, "dropped when its old tick came");
+    assert_eq!(entry.state(), crate::entry::PENDING);
+    state.begin_shutdown();
+    assert_eq!(driver.abandon_all(), 1);
+    assert_eq!(entry.state(), crate::entry::ABANDONED);
+    assert_eq!(state.pending(), 0);
+}
+
 /// A manual clock's `advance` that waits on a push still being written
 /// leaves the driver asleep until the write, not spinning through rounds.
 #[test]

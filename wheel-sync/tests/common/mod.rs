@@ -4,7 +4,7 @@
 use std::future::Future;
 use std::pin::{pin, Pin};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
-use std::sync::{mpsc, Arc};
+use std::sync::{mpsc, Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -61,6 +61,25 @@ impl Wake for CountingWaker {
 pub fn counting_waker() -> (Arc<CountingWaker>, Waker) {
     let counter = Arc::new(CountingWaker::default());
     (counter.clone(), Waker::from(counter))
+}
+
+/// What a waker does when woken; it runs once.
+pub struct OnWake(Mutex<Option<Box<dyn FnOnce() + Send>>>);
+
+impl Wake for OnWake {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        if let Some(act) = self.0.lock().unwrap().take() {
+            act();
+        }
+    }
+}
+
+pub fn on_wake(act: impl FnOnce() + Send + 'static) -> Waker {
+    Waker::from(Arc::new(OnWake(Mutex::new(Some(Box::new(act))))))
 }
 
 /// Polls `cond` until it holds or `limit` runs out; returns whether it held.
