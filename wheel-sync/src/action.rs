@@ -134,17 +134,16 @@ impl Wake {
 
     /// Stores `waker` unless the stored one already wakes the same task.
     /// The clone and the drop of the one it replaces, user code, run
-    /// outside the lock (the driver takes it to fire or abandon).
-    pub(crate) fn register(&self, waker: &Waker) {
+    /// outside the lock (the driver takes it to fire or abandon). `false`
+    /// if that drop panicked (caught), for the caller to count.
+    pub(crate) fn register(&self, waker: &Waker) -> bool {
         let same = |stored: &Option<Waker>| stored.as_ref().is_some_and(|old| old.will_wake(waker));
         if same(&self.lock()) {
-            return;
+            return true;
         }
         let new = waker.clone();
         let old = self.lock().replace(new);
-        if let Some(old) = old {
-            drop_uncounted(old);
-        }
+        old.is_none_or(drop_caught)
     }
 
     fn lock(&self) -> crate::sync::MutexGuard<'_, Option<Waker>> {

@@ -227,7 +227,9 @@ impl Sleep {
         if first.is_ready() {
             return first;
         }
-        entry.action().register(cx.waker());
+        if !entry.action().register(cx.waker()) {
+            self.lane.shared.count_panics(1);
+        }
         // The driver sets the state before it takes the waker: look again,
         // so a fire between the first look and the registration is not lost.
         poll_state(entry.state())

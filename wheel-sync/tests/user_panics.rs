@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use wheel_sync::TimerService;
 
 mod common;
-use common::{wait_until, PATIENCE};
+use common::{poll_once, wait_until, PATIENCE};
 
 const HOUR: Duration = Duration::from_secs(3600);
 
@@ -102,6 +102,26 @@ fn bomb_waker(live: &'static AtomicUsize) -> Waker {
     // SAFETY: the vtable's functions keep the `RawWaker` contract: `data`
     // stays valid (it is `'static`) and none of them is unsafe to call twice.
     unsafe { Waker::from_raw(RawWaker::new(core::ptr::from_ref(live).cast(), &VTABLE)) }
+}
+
+/// A sleep polled again with another waker drops the one it held: that
+/// drop's panic is caught and counted at once, in the sleep's own service,
+/// not left for whichever sleep the thread drops next.
+#[test]
+fn a_replaced_waker_whose_drop_panics_is_counted_at_once_in_its_own_service() {
+    static LIVE: AtomicUsize = AtomicUsize::new(0);
+    let (mine, other) = (TimerService::new(), TimerService::new());
+    let bomb = std::mem::ManuallyDrop::new(bomb_waker(&LIVE));
+    let mut sleep = Box::pin(mine.sleep(HOUR));
+    assert!(poll_once(&mut sleep, &bomb).is_pending());
+    assert!(poll_once(&mut sleep, Waker::noop()).is_pending());
+    assert_eq!(mine.stats().panicked, 1, "not counted at the poll");
+    let mut elsewhere = Box::pin(other.sleep(HOUR));
+    assert!(poll_once(&mut elsewhere, Waker::noop()).is_pending());
+    drop(elsewhere);
+    assert_eq!(other.stats().panicked, 0, "counted in another service");
+    drop(sleep);
+    assert_eq!(mine.stats().panicked, 1);
 }
 
 #[test]
