@@ -266,6 +266,33 @@ fn resetting_the_earliest_item_later_wakes_the_task() {
     assert_eq!(ready(&mut queue), "first");
 }
 
+/// `reset_later_after_slot_starts` and `reset_earlier_after_slot_starts`:
+/// the clock moves with no poll between, then the only item is moved,
+/// later or earlier but still ahead; the task is woken by its new deadline
+/// and the item comes out then, not before.
+#[test]
+fn an_item_reset_after_the_clock_moved_unpolled_comes_out_at_its_new_deadline() {
+    for first in [100, 200] {
+        let timers = manual();
+        let start = timers.now();
+        let mut queue = DelayQueue::with_service(&timers);
+        let (wakes, waker) = counting_waker();
+        let key = queue.insert_at("foo", start + ms(first));
+        assert!(poll(&mut queue, &waker).is_pending());
+        // (A wake by now is allowed: the queue's wheel may ask to be polled
+        // at the start of the item's slot, to cascade it.)
+        timers.advance(ms(80)).unwrap();
+        queue.reset_at(&key, start + ms(120));
+        assert!(poll(&mut queue, &waker).is_pending());
+        timers.advance(ms(39)).unwrap();
+        assert!(poll(&mut queue, &waker).is_pending(), "out at 119 ms");
+        let woken = wakes.count();
+        timers.advance(ms(1)).unwrap();
+        assert!(wakes.count() > woken, "not woken at 120 ms");
+        assert_eq!(ready(&mut queue), "foo");
+    }
+}
+
 #[test]
 fn resetting_to_a_past_deadline_wakes_the_task_and_the_item_is_ready() {
     let timers = manual();

@@ -266,3 +266,31 @@ fn deadlines_at_the_last_instant_the_platform_holds_never_come_and_panic_nowhere
     // Two callbacks, the sleep, the timeout, the queue and the interval.
     assert_eq!(timers.pending(), 6);
 }
+
+/// The resets whose new deadline is past what an `Instant` holds: an
+/// interval reset `Duration::MAX` after now, or reset with such a period,
+/// and a `DelayQueue` item reset `Duration::MAX` out. None panics, and none
+/// ticks or comes out however far the clock moves.
+#[test]
+fn resets_to_duration_max_never_come_and_panic_nowhere() {
+    let timers = manual(Duration::from_millis(1));
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut after = timers.interval(Duration::from_millis(1));
+    assert!(
+        after.poll_tick(&mut cx).is_ready(),
+        "the first tick is at once"
+    );
+    after.reset_after(Duration::MAX);
+    let mut long = timers.interval(Duration::MAX);
+    assert!(long.poll_tick(&mut cx).is_ready());
+    long.reset();
+    let mut queue = DelayQueue::with_service(&timers);
+    let key = queue.insert("soon", Duration::from_millis(1));
+    queue.reset(&key, Duration::MAX);
+    assert!(queue.poll_expired(&mut cx).is_pending());
+    timers.advance(200 * YEAR).unwrap();
+    assert!(after.poll_tick(&mut cx).is_pending());
+    assert!(long.poll_tick(&mut cx).is_pending());
+    assert!(queue.poll_expired(&mut cx).is_pending());
+    assert_eq!(queue.len(), 1);
+}

@@ -373,3 +373,54 @@ fn advances_shorter_than_a_tick_add_up_to_wake_a_sleep_at_its_deadline() {
         assert!(sleep.as_mut().poll(&mut cx).is_ready(), "{steps:?}");
     }
 }
+
+/// An `advance` and an `advance_to_next` waiting on a round (a callback
+/// holds the driver up) while another thread shuts the service down each
+/// return, `Err(Shutdown)` or served, before the callback lets go: neither
+/// waits on a driver that will serve no more rounds.
+#[test]
+fn advances_waiting_as_another_thread_shuts_down_return() {
+    common::within_patience(|| {
+        let timers = TimerService::builder().manual_clock().build().unwrap();
+        let (entered, held) = std::sync::mpsc::channel();
+        let (release, wait) = std::sync::mpsc::channel::<()>();
+        timers
+            .schedule(Duration::from_millis(1), move || {
+                entered.send(()).unwrap();
+                let _ = wait.recv();
+            })
+            .unwrap();
+        let advancing = {
+            let timers = timers.clone();
+            std::thread::spawn(move || timers.advance(Duration::from_millis(1)))
+        };
+        held.recv().unwrap();
+        let asking = {
+            let timers = timers.clone();
+            std::thread::spawn(move || timers.advance_to_next())
+        };
+        let stopping = {
+            let timers = timers.clone();
+            std::thread::spawn(move || timers.shutdown())
+        };
+        let done = || advancing.is_finished() && asking.is_finished();
+        assert!(
+            common::patiently::wait_until(done),
+            "an advance waits on a stopped driver"
+        );
+        release.send(()).unwrap();
+        let advanced = advancing.join().unwrap();
+        assert!(
+            matches!(advanced, Ok(()) | Err(AdvanceError::Shutdown)),
+            "{advanced:?}"
+        );
+        let asked = asking.join().unwrap();
+        assert!(
+            matches!(asked, Ok(_) | Err(AdvanceError::Shutdown)),
+            "{asked:?}"
+        );
+        let report = stopping.join().unwrap().unwrap();
+        assert_eq!(report.unfired, 0);
+        assert_eq!(timers.stats().fired, 1);
+    });
+}

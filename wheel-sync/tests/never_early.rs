@@ -20,6 +20,7 @@ use common::{block_on, report_to, LATE_BOUND, PATIENCE};
 fn callbacks_never_fire_early() {
     let delays_us = [0, 50, 300, 999, 1_000, 1_500, 3_300, 7_000, 13_000, 25_000];
     for tick in [
+        Duration::from_nanos(1),
         Duration::from_micros(100),
         Duration::from_millis(1),
         Duration::from_millis(10),

@@ -465,3 +465,52 @@ fn schedules_while_a_shutdown_waits_on_a_blocked_callback_are_each_counted_or_re
         ScheduleError::Shutdown
     );
 }
+
+/// Runs its closure when dropped.
+struct OnDrop(Option<Box<dyn FnOnce() + Send>>);
+
+impl Drop for OnDrop {
+    fn drop(&mut self) {
+        if let Some(act) = self.0.take() {
+            act();
+        }
+    }
+}
+
+/// What a shutdown drops runs user code on the driver thread: here a
+/// capture whose drop schedules, cancels another pending callback, drops a
+/// pending sleep and asks for a shutdown again. The schedule is refused,
+/// the cancel and the sleep's drop each settle their timer once (cancelled,
+/// or abandoned if the shutdown came to it first), the second shutdown is
+/// an error rather than a deadlock, and the account adds up.
+#[test]
+fn captures_that_call_back_into_the_service_as_the_shutdown_drops_them_are_answered() {
+    let timers = TimerService::new();
+    let victim = timers.schedule(HOUR, || ()).unwrap();
+    let mut sleep = Box::pin(timers.sleep(HOUR));
+    assert!(poll_once(&mut sleep, Waker::noop()).is_pending());
+    let (tx, rx) = mpsc::channel();
+    let caller = timers.clone();
+    let on_drop = OnDrop(Some(Box::new(move || {
+        let scheduled = caller.schedule(HOUR, || ()).map(drop);
+        let cancelled = victim.cancel();
+        drop(sleep);
+        let again = caller.shutdown().map(drop);
+        tx.send((scheduled, cancelled, again)).unwrap();
+    })));
+    timers.schedule(HOUR, move || drop(on_drop)).unwrap();
+    let report = timers.shutdown().unwrap();
+    let (scheduled, cancelled, again) = rx.recv_timeout(common::PATIENCE).unwrap();
+    assert_eq!(scheduled, Err(ScheduleError::Shutdown));
+    assert!(again.is_err(), "a shutdown from the driver's own thread");
+    let stats = timers.stats();
+    assert_eq!(timers.pending(), 0);
+    assert_eq!(stats.scheduled, 3, "{stats:?}");
+    assert_eq!(stats.fired, 0);
+    assert_eq!(
+        stats.cancelled + report.unfired as u64,
+        3,
+        "cancelled here: {cancelled}; {stats:?} {report:?}"
+    );
+    assert_eq!(stats.panicked, 0);
+}
