@@ -40,7 +40,8 @@ pub(crate) struct Driver {
     /// Copies in `entries` that can fire no more, as counted by filing,
     /// firing and the spots: an estimate, which errs high (a cancel summed
     /// after `keep_live` dropped its copy), and low only for a moment (a
-    /// copy whose move is on its way), reset by `keep_live`.
+    /// copy left dead while a message for its timer is on its way is
+    /// counted when the driver takes that message), reset by `keep_live`.
     dead: usize,
     /// The spots' sum of copies cancels left dead, when last read.
     dead_seen: u64,

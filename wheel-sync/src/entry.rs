@@ -16,9 +16,10 @@
 //!   driver: queued, or parked in a spot (see `shared`, rule 2). A producer
 //!   that changes the word sets it in the same CAS and sends a message only
 //!   if it was clear; the driver clears it when it takes the message and
-//!   acts on the word it cleared it in; a cancel that takes its parked
-//!   message back clears it too. So each entry has at most one message on
-//!   its way. A cancel sends none: the driver's copy of a filed timer
+//!   acts on the word it cleared it in; an owner whose message a closed
+//!   queue refused clears it too (none is on its way). A cancel that takes
+//!   its parked message back leaves it set: a cancel is final. So each
+//!   entry has at most one message on its way. A cancel sends none: the driver's copy of a filed timer
 //!   simply fails to fire, and the canceller counts it dead (`shared`,
 //!   rule 4).
 //! - `marks` are touched by the driver thread alone: whether the newest
@@ -362,7 +363,8 @@ impl Entry {
     /// word (`take_queued`), so it cannot read a word older than that, and
     /// once the word leaves "pending at `tick`" (fired, abandoned, cancelled
     /// or moved), only the owner's re-arm brings it back, and a re-arm is
-    /// always filed again: it sends a message, or finds one on its way.
+    /// always filed again: it sends a message, or finds one on its way
+    /// (or, at shutdown, has its message refused and is abandoned).
     #[inline]
     pub(crate) fn try_fire(&self, mut word: u64, tick: u64) -> bool {
         loop {
@@ -381,9 +383,10 @@ impl Entry {
         }
     }
 
-    /// The driver, on popping the entry: clears `QUEUED` and returns the word
-    /// it cleared it in, which is what the driver acts on. Any later change
-    /// finds `QUEUED` clear and pushes a new message.
+    /// The driver, on popping the entry (or an owner whose message a closed
+    /// queue refused): clears `QUEUED` and returns the word it cleared it
+    /// in, which is what the driver acts on. Any later change finds
+    /// `QUEUED` clear and pushes a new message.
     #[inline]
     pub(crate) fn take_queued(&self) -> u64 {
         self.word.fetch_and(!QUEUED, Ordering::AcqRel)

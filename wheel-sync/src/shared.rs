@@ -55,7 +55,8 @@
 //!    at the copy's tick when it comes due (rule 1's compare-exchange), so
 //!    a cancel or a move leaves the old copy where it is, dead. A move's
 //!    message tells the driver, which until then keeps one old copy of the
-//!    moving timer (filed again at the new tick if it comes due first): so
+//!    moving timer, filed again at the new tick (as its old one comes due,
+//!    or in a pass over the dead): so
 //!    the driver holds a copy of every pending timer it has filed, and a
 //!    shutdown finds each. A cancel of a filed timer (`QUEUED` clear)
 //!    counts the copy dead on the canceller's spot instead, which the
@@ -97,10 +98,11 @@
 //!    the service reads as shut down is refused. A park refused by a closed spot goes to the queue, and
 //!    a push refused by the closed queue hands its message back: the
 //!    producer counts the timer out and refuses it (`Err(Shutdown)`). A
-//!    `Sleep`'s owner whose move is refused leaves the timer to the
-//!    driver, which holds a copy of it (rule 4); one whose re-arm of a
-//!    fired timer is refused abandons it (rule 1) and counts it out
-//!    (no task waits on it: the fire took the waker). A message accepted
+//!    `Sleep`'s owner whose message is refused clears `QUEUED` (none is on
+//!    its way, so a later change sends again); if it moved a pending
+//!    timer, it leaves it to the driver, which holds a copy of it (rule
+//!    4); if it re-armed a fired one, it abandons it (rule 1) and counts it
+//!    out (no task waits on it: the fire took the waker). A message accepted
 //!    before the close is one the driver takes: every place claimed in the
 //!    queue before it is written, however late, and the driver files and
 //!    abandons until none is left (giving up after `SHUTDOWN_PATIENCE`

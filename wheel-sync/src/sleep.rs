@@ -168,7 +168,14 @@ impl Sleep {
         let Some(entry) = &self.entry else {
             return; // its first poll makes the timer
         };
-        let tick = lane.shared.clock.tick_for(deadline);
+        // A passed deadline's timer is due now: at the tick begun, not the
+        // deadline's own (rounded up, it may be ahead still; far back, its
+        // lateness would be the caller's choice, not the driver's).
+        let tick = if self.passed {
+            lane.shared.clock.now_tick()
+        } else {
+            lane.shared.clock.tick_for(deadline)
+        };
         if entry.is_pending_at(tick) {
             return; // nothing for the driver to do
         }
@@ -257,7 +264,7 @@ pub(crate) struct ShutDown;
 /// A timer that is not pending is counted in before it is armed again:
 /// armed first, the driver could fire it and count it out before it was
 /// counted in, and `pending` would wrap below zero meanwhile.
-fn rearm(lane: &Lane, entry: &EntryRef<Wake>, tick: u64) {
+pub(crate) fn rearm(lane: &Lane, entry: &EntryRef<Wake>, tick: u64) {
     let (shared, spot) = (&*lane.shared, lane.spot);
     let (from, must_push) = loop {
         let from = entry.state();
@@ -285,21 +292,33 @@ fn rearm(lane: &Lane, entry: &EntryRef<Wake>, tick: u64) {
 /// must be told to look sooner.
 ///
 /// A message the closed queue refuses (rule 7 of `shared`) is a change the
-/// driver never sees. A timer that was pending is left to the shutdown,
+/// driver never sees, and no message is on its way: `QUEUED` is cleared, so
+/// that a later re-arm sends one again (and is refused in turn, below),
+/// rather than count on a message that will never come. A timer that was
+/// pending is left to the shutdown,
 /// which abandons it, wakes its task and counts it through the copy the
 /// driver keeps while a move is on its way (rule 4). A re-arm from `FIRED`
 /// or `CANCELLED` is refused: the owner abandons the timer, unless the
 /// shutdown took it first through an older copy, and undoes its count in.
 /// No task waits on such a timer (a fire takes the waker; a cancel is a
 /// drop), and `poll` reports the shutdown.
-fn hand_over(lane: &Lane, entry: &EntryRef<Wake>, from: u64, must_push: bool, tick: u64) {
+pub(crate) fn hand_over(
+    lane: &Lane,
+    entry: &EntryRef<Wake>,
+    from: u64,
+    must_push: bool,
+    tick: u64,
+) {
     let (shared, spot) = (&*lane.shared, lane.spot);
     if !must_push {
         shared.hurry(tick);
         return;
     }
-    let refused = shared.submit(Message::Entry(entry.erased()), tick).is_err();
-    if refused && from != PENDING && entry.abandon() {
+    if shared.submit(Message::Entry(entry.erased()), tick).is_ok() {
+        return;
+    }
+    entry.take_queued();
+    if from != PENDING && entry.abandon() {
         let _ = shared.refuse(spot);
     }
 }

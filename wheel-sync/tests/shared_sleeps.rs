@@ -103,3 +103,27 @@ fn a_sleep_reset_to_a_passed_deadline_and_dropped_at_once_is_counted_out() {
     let stats = timers.stats();
     assert_eq!(stats.scheduled, stats.fired + stats.cancelled, "{stats:?}");
 }
+
+/// On a manual clock between two ticks, a reset to now (passed) must not
+/// file the timer at the next tick, which no round reaches until someone
+/// advances the clock: the waiting task is woken without an advance.
+#[test]
+fn a_reset_to_now_between_ticks_of_a_manual_clock_wakes_the_task_without_an_advance() {
+    within_patience(|| {
+        let timers = TimerService::builder().manual_clock().build().unwrap();
+        timers
+            .advance(std::time::Duration::from_micros(1500))
+            .unwrap();
+        let (watched, waker) = watched();
+        let mut sleep = Box::pin(timers.sleep(HOUR));
+        assert!(poll_once(&mut sleep, &waker).is_pending());
+        sleep.as_mut().reset(timers.now());
+        assert!(
+            wait_until(|| watched.wakes.load(SeqCst) > 0),
+            "woken only by an advance"
+        );
+        assert!(wait_until(|| timers.pending() == 0));
+        let late = timers.stats().max_lateness;
+        assert!(late < ms(1), "a reset's lateness is the driver's: {late:?}");
+    });
+}

@@ -98,17 +98,30 @@ impl Driver {
     }
 
     /// Drops every copy that can fire no more, but one of a timer whose
-    /// move is on its way (rule 4). A timer moved away and back before its
-    /// old copy came due has two copies at its tick, both pending there:
-    /// the first one met stays. So what is left is one copy per live timer.
+    /// move is on its way, filed again at the new tick (rule 4). A timer
+    /// moved away and back before its old copy came due has two copies at
+    /// its tick, both pending there: the first one met stays. So what is
+    /// left is one copy per live timer, at its deadline.
     pub(super) fn keep_live(&mut self) {
         self.entries.retain(|_, entry| {
             entry.clear_seen();
             true
         });
+        let mut moving = Vec::new();
         self.entries.retain(|deadline, entry| {
-            (entry.is_pending_at(deadline) || entry.moving_to().is_some()) && !entry.mark_seen()
+            if entry.is_pending_at(deadline) {
+                return !entry.mark_seen();
+            }
+            if let Some(tick) = entry.moving_to() {
+                if !entry.mark_seen() {
+                    moving.push((tick, entry.clone()));
+                }
+            }
+            false
         });
+        for (tick, entry) in moving {
+            self.entries.insert(tick, entry);
+        }
         self.dead = 0;
     }
 

@@ -175,12 +175,42 @@ fn a_timer_whose_move_is_on_its_way_keeps_a_copy_for_the_shutdown() {
     assert_eq!(entry.rearm_from(crate::entry::PENDING, 200), Ok(true));
     driver.keep_live();
     assert_eq!(driver.entries.len(), 1, "dropped by the pass over the dead");
+    assert_eq!(driver.earliest(), Some(200), "kept at its old tick");
     assert!(driver.fire_due(state.clock.deadline_of(150)));
     assert_eq!(driver.entries.len(), 1, "dropped when its old tick came");
     assert_eq!(entry.state(), crate::entry::PENDING);
     state.begin_shutdown();
     assert_eq!(driver.abandon_all(), 1);
     assert_eq!(entry.state(), crate::entry::ABANDONED);
+    assert_eq!(state.pending(), 0);
+}
+
+/// A sleep moved earlier, its owner stopped before the push: its old copy,
+/// filed again at the new tick, fires it there. The shutdown that follows
+/// refuses the owner's push, and a re-arm after it must be refused too,
+/// not wait for a message that will never come: the refusal cleared
+/// `QUEUED`. Left set, the re-arm would find "a message on its way",
+/// push nothing, and leave the timer pending after the shutdown.
+#[test]
+fn a_re_arm_after_a_refused_move_is_refused_in_turn() {
+    use crate::entry::{ABANDONED, FIRED, PENDING};
+    use crate::sleep::{hand_over, rearm};
+    let clock = Clock::new(Duration::from_millis(1), true);
+    let (state, consumer) = Shared::new(clock, usize::MAX);
+    let state = Arc::new(state);
+    let mut driver = Driver::new(Arc::clone(&state), consumer, None, 0);
+    let lane = crate::lane::lane(&state);
+    let (entry, message) = EntryRef::new(100, Wake::new(std::task::Waker::noop()));
+    state.admit(lane.spot, false).unwrap();
+    driver.file(message);
+    assert_eq!(entry.rearm_from(PENDING, 50), Ok(true));
+    assert!(driver.fire_due(state.clock.deadline_of(100)));
+    assert_eq!(entry.state(), FIRED, "fired by its old copy, filed again");
+    state.begin_shutdown();
+    assert_eq!(driver.abandon_all(), 0);
+    hand_over(&lane, &entry, PENDING, true, 50);
+    rearm(&lane, &entry, 300);
+    assert_eq!(entry.state(), ABANDONED);
     assert_eq!(state.pending(), 0);
 }
 
