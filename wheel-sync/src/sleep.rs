@@ -182,7 +182,7 @@ impl Sleep {
         if self.passed {
             // Complete for its next poll; and a task already waiting on it
             // (the sleep may be held by another than its waiter) is woken,
-            // as tokio's is: moved to its passed tick, a pending timer is
+            // as tokio's is: moved to the tick begun, a pending timer is
             // fired by the driver at once, on the driver's thread, never
             // here in the caller's code, which may hold a lock the waker
             // takes. One fired meanwhile is left so.
