@@ -239,9 +239,7 @@ impl Sleep {
         // so a fire between the first look and the registration is not lost.
         poll_state(entry.state())
     }
-}
 
-impl Sleep {
     /// Stores `waker` for a pending timer polled again, counting a panic of
     /// the replaced waker's drop in this service. Out of line: a first poll
     /// (`register`) or a completed one never comes here, and the request
@@ -295,9 +293,9 @@ pub(crate) fn rearm(lane: &Lane, entry: &EntryRef<Wake>, tick: u64) {
 /// driver never sees, and no message is on its way: `QUEUED` is cleared, so
 /// that a later re-arm sends one again (and is refused in turn, below),
 /// rather than count on a message that will never come. A timer that was
-/// pending is left to the shutdown,
-/// which abandons it, wakes its task and counts it through the copy the
-/// driver keeps while a move is on its way (rule 4). A re-arm from `FIRED`
+/// pending is left to the shutdown, which abandons it, wakes its task and
+/// counts it through the copy the driver keeps while a move is on its way
+/// (rule 4). A re-arm from `FIRED`
 /// or `CANCELLED` is refused: the owner abandons the timer, unless the
 /// shutdown took it first through an older copy, and undoes its count in.
 /// No task waits on such a timer (a fire takes the waker; a cancel is a
