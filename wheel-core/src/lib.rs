@@ -123,6 +123,10 @@
 //! - A [`Waker`](core::task::Waker) whose `wake` panics: the panic unwinds
 //!   out of the `WakerQueue` call that woke it, leaving the queue
 //!   consistent (see [`WakerQueue`]).
+//! - A value whose `drop` panics, where a wheel drops values (`clear`, a
+//!   `drain` dropped early, dropping the wheel): the other values are
+//!   still dropped, a cleared or drained wheel is left empty, and the
+//!   panic then unwinds out of that call.
 //! - With debug assertions on, `debug_assert!`s guard internal invariants;
 //!   one that fires is a bug in this crate.
 //!

@@ -231,7 +231,9 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
 
     /// Removes every pending timer, yielding each (in no particular order).
     /// The wheel is empty afterwards, even if the iterator is dropped early;
-    /// the clock does not move.
+    /// the clock does not move. If a value the dropped iterator had not
+    /// yielded panics in its drop, the rest are still removed and dropped
+    /// and the wheel is empty; the panic then propagates.
     ///
     /// # Examples
     /// ```
@@ -253,7 +255,9 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
         }
     }
 
-    /// Removes every pending timer, dropping the values.
+    /// Removes every pending timer, dropping the values. If a value's drop
+    /// panics, the rest are still removed and dropped and the wheel is
+    /// empty; the panic then propagates.
     ///
     /// # Examples
     /// ```

@@ -107,7 +107,23 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> Drop
     for Drain<'_, T, S, SLOTS, LEVELS>
 {
     fn drop(&mut self) {
-        self.for_each(drop);
+        /// Removes what is left if a value's drop unwinds, as std's
+        /// `vec::Drain` does: the lists are already gone, so an entry left
+        /// in the slab would be pending yet in no list. A second panicking
+        /// value then aborts, as it would in a `Vec`.
+        struct Rest<'r, 'a, T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize>(
+            &'r mut Drain<'a, T, S, SLOTS, LEVELS>,
+        );
+        impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> Drop
+            for Rest<'_, '_, T, S, SLOTS, LEVELS>
+        {
+            fn drop(&mut self) {
+                self.0.for_each(drop);
+            }
+        }
+        // Without a panic the guard finds nothing left: one bounds check.
+        let rest = Rest(self);
+        rest.0.for_each(drop);
     }
 }
 
