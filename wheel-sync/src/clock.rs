@@ -92,7 +92,7 @@ impl Clock {
 
     /// The first tick at or after `deadline`: a timer due then fires when
     /// the clock reaches that tick, never before `deadline`; [`NEVER`] past
-    /// the range.
+    /// the range, and for a tick the clock never begins.
     #[inline]
     pub(crate) fn tick_for(&self, deadline: Instant) -> u64 {
         let ns = self.ns_since_origin(deadline);
@@ -100,7 +100,18 @@ impl Clock {
             // Saturated: at or past 584 years, beyond what the clock counts.
             return NEVER;
         }
-        self.by_tick(|tick_ns| ns.div_ceil(tick_ns)).min(NEVER)
+        let tick = self.by_tick(|tick_ns| {
+            let tick = ns.div_ceil(tick_ns);
+            // The clock stops at `u64::MAX` ns, inside tick
+            // `u64::MAX / tick_ns`: rounded up past it, a deadline in that
+            // last partial tick would wait for a tick that never begins.
+            if tick > u64::MAX / tick_ns {
+                NEVER
+            } else {
+                tick
+            }
+        });
+        tick.min(NEVER)
     }
 
     /// `divide(tick_ns)`, with the default tick passed as a constant: the

@@ -82,9 +82,9 @@ impl TimerService {
             // another thread: poll again. Otherwise move the clock to the
             // next deadline, unless a round up to the one that found it woke
             // the future (a round wakes before it serves, and the answer
-            // waits for that): a sleep first polled after the clock passed
-            // its deadline fires in such a round, and the future must see
-            // the time it had.
+            // waits for that): a timer made for a deadline the clock had
+            // passed fires in such a round, and the future must see the
+            // time it had.
             while !signal.woken.swap(false, Ordering::Acquire) {
                 match shared.next_deadline()? {
                     None => thread::park_timeout(IDLE_LOOK),

@@ -7,6 +7,7 @@ use core::mem::ManuallyDrop;
 use std::time::{Duration, Instant};
 
 use crate::action::Callback;
+use crate::caught::drop_caught;
 use crate::entry::EntryRef;
 use crate::job::Job;
 use crate::lane;
@@ -268,7 +269,9 @@ impl TimerService {
         f: impl FnOnce() + Send + 'static,
     ) -> Result<(), ScheduleError> {
         let (shared, spot) = (self.shared(), lane::spot());
-        shared.admit(spot, true)?;
+        if let Err(error) = shared.admit(spot, true) {
+            return Err(refused_by_limit(shared, error, f));
+        }
         match shared.submit(Message::Job(tick, Job::new(f)), tick) {
             Ok(()) => Ok(()),
             Err(refused) => {
@@ -288,7 +291,9 @@ impl TimerService {
         f: impl FnOnce() + Send + 'static,
     ) -> Result<TimerHandle, ScheduleError> {
         let lane = lane::lane(self.shared());
-        lane.shared.admit(lane.spot, true)?;
+        if let Err(error) = lane.shared.admit(lane.spot, true) {
+            return Err(refused_by_limit(&lane.shared, error, f));
+        }
         let (entry, message) = EntryRef::new(tick, Callback::new(f));
         if !lane.shared.park(lane.spot, message, tick) {
             // Shut down (rule 7 of `shared`): the closure goes here.
@@ -466,8 +471,8 @@ impl TimerService {
     /// Moves a [manual clock](crate::Builder::manual_clock) to the earliest
     /// deadline pending and fires what is due then, as
     /// [`advance`](Self::advance) does; returns how far it moved the clock
-    /// (zero when a timer was already due, such as a sleep first polled
-    /// after the clock passed its deadline: it fires, and the clock stays),
+    /// (zero when a timer was already due, such as a callback scheduled for
+    /// a deadline the clock had passed: it fires, and the clock stays),
     /// or `None`, moving nothing, if no pending timer can ever come due
     /// (none is pending, or only ones at [`Duration::MAX`] and the like).
     /// Timers submitted from any thread before the call count; with several
@@ -577,6 +582,14 @@ impl TimerService {
     pub fn shutdown(&self) -> Result<ShutdownReport, ShutdownError> {
         self.shared().shutdown()
     }
+}
+
+/// A closure the pending limit refused: dropped here, a panic in its drop
+/// caught and counted (rule 5 of `shared`), as one a shutdown refuses is;
+/// the caller gets `error`, never the panic.
+fn refused_by_limit(shared: &Shared, error: ScheduleError, f: impl FnOnce()) -> ScheduleError {
+    shared.count_panics(u64::from(!drop_caught(f)));
+    error
 }
 
 impl fmt::Debug for TimerService {

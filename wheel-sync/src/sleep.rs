@@ -24,9 +24,11 @@ use crate::sync::Arc;
 /// [`TimerService::pending`](crate::TimerService::pending), and dropping it
 /// cancels its timer. It wakes the waker it was last polled with, so it
 /// works under any executor. A deadline that has passed when the sleep is
-/// made completes it at its first poll, with no timer; one passed when it
-/// is [`reset`](Self::reset) completes it at its next poll, and a task
-/// already waiting on it is woken.
+/// made completes it at its first poll, with no timer, and so does one a
+/// [manual clock](crate::Builder::manual_clock) has passed by its first
+/// poll (as tokio's paused clock does); one passed when it is
+/// [`reset`](Self::reset) completes it at its next poll, and a task already
+/// waiting on it is woken.
 ///
 /// # Panics
 /// Polling a `Sleep` whose deadline had not come when its service shut
@@ -102,7 +104,8 @@ impl Sleep {
     }
 
     /// Whether this sleep has completed: its deadline had passed when it
-    /// was made or reset, or the driver fired its timer.
+    /// was made or reset (or, on a manual clock, at its first poll), or the
+    /// driver fired its timer.
     ///
     /// # Examples
     /// ```
@@ -194,10 +197,18 @@ impl Sleep {
         }
     }
 
-    /// Makes the timer, registering `waker`, and hands it to the driver.
+    /// Makes the timer, registering `waker`, and hands it to the driver;
+    /// on a manual clock already past the deadline, completes instead, as
+    /// tokio's sleep does on its paused clock. (A real clock is not read
+    /// again here: a request's one poll would pay for it.)
     #[cold]
     fn register(&mut self, waker: &Waker) -> Poll<Result<(), ShutDown>> {
         let lane = &*self.lane;
+        let clock = &lane.shared.clock;
+        if clock.manual_ns().is_some() && self.deadline <= clock.now() {
+            self.passed = true;
+            return Poll::Ready(Ok(()));
+        }
         let tick = lane.shared.clock.tick_for(self.deadline);
         let (entry, message) = EntryRef::new(tick, Wake::new(waker));
         let entry = self.entry.insert(entry);

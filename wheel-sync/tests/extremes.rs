@@ -294,3 +294,41 @@ fn resets_to_duration_max_never_come_and_panic_nowhere() {
     assert!(queue.poll_expired(&mut cx).is_pending());
     assert_eq!(queue.len(), 1);
 }
+
+/// A deadline in the manual clock's last partial tick: rounded up, its
+/// tick begins past the `u64::MAX` ns where the clock stops, so the clock
+/// never reaches it. Such a timer never comes due, and `advance_to_next`
+/// says so rather than naming it, again and again, without moving.
+#[test]
+fn a_deadline_in_the_clocks_last_partial_tick_never_comes_due() {
+    let timers = manual(Duration::from_millis(1));
+    let handle = timers
+        .schedule(Duration::from_nanos(u64::MAX - 1), || ())
+        .unwrap();
+    timers.advance(Duration::MAX).unwrap();
+    assert!(!handle.is_fired());
+    for _ in 0..3 {
+        assert_eq!(timers.advance_to_next().unwrap(), None);
+    }
+    assert!(!handle.is_fired());
+    assert_eq!(timers.pending(), 1);
+}
+
+/// `run_paused` on a sleep that can never come due waits for a wake like
+/// any `block_on`, looking again every millisecond: the driver, asked for
+/// the next deadline, finds none, and neither spins.
+#[test]
+fn run_paused_on_a_sleep_in_the_clocks_last_partial_tick_waits_without_spinning() {
+    let timers = manual(Duration::from_millis(1));
+    let waiter = timers.clone();
+    std::thread::spawn(move || {
+        let _ = waiter.run_paused(waiter.sleep(Duration::from_nanos(u64::MAX - 1)));
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    let before = timers.stats().rounds;
+    std::thread::sleep(Duration::from_millis(300));
+    let rounds = timers.stats().rounds - before;
+    // `run_paused` looks again every millisecond, each look a round;
+    // spinning, the driver made about a million rounds in that time.
+    assert!(rounds < 3_000, "{rounds} driver rounds in 300 ms");
+}

@@ -262,3 +262,26 @@ fn a_timeout_whose_future_is_ready_after_a_shutdown_resolves_ok() {
     );
     assert_eq!(timers.pending(), 0);
 }
+
+/// An interval whose next tick was pending when its service shut down
+/// reports `is_shut_down`, and waiting for that tick panics, as a `Sleep`'s
+/// wait does, even once the tick's time has passed: it is not delivered as
+/// if the driver had fired it.
+#[test]
+fn an_interval_tick_abandoned_by_a_shutdown_panics_after_its_time_too() {
+    let timers = TimerService::new();
+    let mut every = timers.interval(ms(20));
+    assert!(
+        poll_tick(&mut every).is_ready(),
+        "the first tick is at once"
+    );
+    assert!(poll_tick(&mut every).is_pending());
+    timers.shutdown().unwrap();
+    assert!(every.is_shut_down());
+    thread::sleep(ms(40));
+    let polled = catch_unwind(AssertUnwindSafe(|| poll_tick(&mut every)));
+    assert!(
+        polled.is_err(),
+        "is_shut_down said waiting would panic; poll_tick gave {polled:?}"
+    );
+}

@@ -424,3 +424,27 @@ fn advances_waiting_as_another_thread_shuts_down_return() {
         assert_eq!(timers.stats().fired, 1);
     });
 }
+
+/// A sleep or a timeout first polled after the manual clock passed its
+/// deadline is ready at that poll, as tokio's are on its paused clock: a
+/// test that advances, then polls once, needs no second look.
+#[test]
+fn a_sleep_first_polled_after_the_clock_passed_its_deadline_is_ready_at_once() {
+    let timers = manual();
+    let mut sleep = std::pin::pin!(timers.sleep(ms(10)));
+    let mut timeout = std::pin::pin!(timers.timeout(ms(10), std::future::pending::<()>()));
+    let mut not_yet = std::pin::pin!(timers.sleep(ms(11)));
+    timers.advance(ms(10)).unwrap();
+    let mut cx = Context::from_waker(Waker::noop());
+    assert!(sleep.as_mut().poll(&mut cx).is_ready());
+    assert!(matches!(
+        timeout.as_mut().poll(&mut cx),
+        Poll::Ready(Err(_))
+    ));
+    assert!(not_yet.as_mut().poll(&mut cx).is_pending());
+    assert_eq!(
+        timers.pending(),
+        1,
+        "only the sleep not yet due has a timer"
+    );
+}

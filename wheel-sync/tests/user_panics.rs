@@ -301,3 +301,29 @@ fn captures_whose_drops_block_at_shutdown_are_waited_for_and_counted() {
     );
     assert_eq!(observer.pending(), 0);
 }
+
+/// A closure that `max_pending` refuses is dropped by the service, which
+/// catches and counts a panic in its drop, as it does for one a shutdown
+/// refuses: the caller gets its `Err`, not the panic.
+#[test]
+fn a_closure_refused_by_the_limit_whose_capture_panics_on_drop_is_counted() {
+    let timers = TimerService::builder().max_pending(0).build().unwrap();
+    let bomb = Bomb;
+    let refused = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        timers.schedule(HOUR, move || drop(bomb)).map(drop)
+    }));
+    assert!(matches!(
+        refused,
+        Ok(Err(wheel_sync::ScheduleError::TooManyPending { limit: 0 }))
+    ));
+    let bomb = Bomb;
+    let refused = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        timers.schedule_detached(HOUR, move || drop(bomb))
+    }));
+    assert!(matches!(
+        refused,
+        Ok(Err(wheel_sync::ScheduleError::TooManyPending { limit: 0 }))
+    ));
+    assert_eq!(timers.stats().panicked, 2);
+    assert_eq!(timers.pending(), 0);
+}
