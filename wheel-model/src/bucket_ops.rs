@@ -12,7 +12,9 @@ use std::collections::BTreeSet;
 
 use wheel_core::BucketWheel;
 
-use crate::wheel_ops::{check_next_expiration, Drives, Empty, Op, Order, Pick, MAX_BURST};
+use crate::wheel_ops::{
+    check_next_expiration, check_peek_deadline, Drives, Empty, Op, Order, Pick, Staging, MAX_BURST,
+};
 
 /// `BucketWheel`'s geometry, which `When` and `Step` resolve against.
 const BITS: u32 = 6;
@@ -20,8 +22,8 @@ const LEVELS: usize = 11;
 
 /// Applies `ops` to an empty `wheel` and to a model, asserting after each op
 /// that the answers agree, that the wheel's invariants hold
-/// ([`validate`](BucketWheel::validate)), and that `len`, `now` and
-/// `next_expiration` keep their promises.
+/// ([`validate`](BucketWheel::validate)), and that `len`, `now`,
+/// `next_expiration`, `peek` and `cascade_ahead` keep their promises.
 ///
 /// # Panics
 /// On the first disagreement, naming it; also if `wheel` is not empty.
@@ -47,6 +49,7 @@ pub fn run(wheel: &mut BucketWheel<u64>, ops: &[Op]) {
         wheel,
         pending: BTreeSet::new(),
         next_value: 0,
+        staging: Staging::default(),
     };
     runner.check();
     for (step, op) in ops.iter().enumerate() {
@@ -61,6 +64,7 @@ struct Runner<'w> {
     /// `(deadline, value)` of every pending timer; values are unique.
     pending: BTreeSet<(u64, u64)>,
     next_value: u64,
+    staging: Staging,
 }
 
 impl Runner<'_> {
@@ -105,11 +109,10 @@ impl Runner<'_> {
             }
             Op::CascadeAhead(max) => {
                 let moved = self.wheel.cascade_ahead(usize::from(max));
-                assert!(
-                    moved <= usize::from(max) && moved <= self.pending.len(),
-                    "op {step}: cascade_ahead({max}) moved {moved} of {} pending",
-                    self.pending.len()
-                );
+                let deadlines = self.pending.iter().map(|&(deadline, _)| deadline);
+                let max = usize::from(max);
+                self.staging
+                    .cascade_ahead(self.now, deadlines, BITS, max, moved);
             }
         }
     }
@@ -161,6 +164,15 @@ impl Drives for Runner<'_> {
             new_now,
             last_fresh: None,
         };
+        // The timer `peek` names comes out first if it is due by then.
+        let first = match self.wheel.peek() {
+            Some((deadline, &value))
+                if deadline <= new_now && self.staging.peek_is_first(old_now) =>
+            {
+                Some((deadline, value))
+            }
+            _ => None,
+        };
         let mut yielded = 0;
         let mut exhausted = false;
         let mut advance = self.wheel.advance(target);
@@ -170,6 +182,13 @@ impl Drives for Runner<'_> {
                 break;
             };
             order.check(deadline, &(deadline, value));
+            if yielded == 0 {
+                assert!(
+                    first.is_none_or(|first| first == (deadline, value)),
+                    "op {step}: advance({target}) yielded {:?} first, peek named {first:?}",
+                    (deadline, value)
+                );
+            }
             Self::take(&mut self.pending, deadline, value, step);
             yielded += 1;
         }
@@ -189,6 +208,23 @@ impl Drives for Runner<'_> {
         assert_eq!(self.wheel.len(), self.pending.len(), "len");
         assert_eq!(self.wheel.is_empty(), self.pending.is_empty(), "is_empty");
         assert_eq!(self.wheel.now(), self.now, "now");
-        check_next_expiration(self.wheel.next_expiration(), self.now, self.earliest());
+        check_next_expiration(
+            self.wheel.next_expiration(),
+            self.now,
+            self.earliest(),
+            BITS,
+        );
+        let peeked = self.wheel.peek();
+        check_peek_deadline(
+            peeked.map(|(deadline, _)| deadline),
+            self.now,
+            self.earliest(),
+        );
+        if let Some((deadline, &value)) = peeked {
+            assert!(
+                self.pending.contains(&(deadline, value)),
+                "peek named ({deadline}, {value}), which is not pending"
+            );
+        }
     }
 }

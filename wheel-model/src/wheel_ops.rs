@@ -10,10 +10,12 @@
 
 use arbitrary::{Arbitrary, Unstructured};
 
+mod promises;
 mod runner;
 
+pub(crate) use promises::{check_next_expiration, check_peek_deadline, Staging};
 pub use runner::run;
-pub(crate) use runner::{check_next_expiration, Drives, Order};
+pub(crate) use runner::{Drives, Order};
 
 /// Most ops decoded from one input, so each fuzz iteration stays fast.
 pub const MAX_OPS: usize = 256;

@@ -6,14 +6,15 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use wheel_core::{Expired, Storage, TimerId, TimerWheel};
 
+use super::promises::{check_next_expiration, check_peek_deadline, Staging};
 use super::{Drive, Empty, Op, Pick, MAX_BURST};
 
 /// Applies `ops` to an empty `wheel` and to a model, asserting after each op
 /// that every answer agrees, that the wheel's invariants hold
-/// ([`validate`](TimerWheel::validate)), and that `len`, `now`, `capacity`
-/// and `next_expiration` keep their promises. `capacity` is `Some(n)` for a
-/// wheel that must hold exactly `n` timers (a `FixedWheel`), `None` for one
-/// that grows.
+/// ([`validate`](TimerWheel::validate)), and that `len`, `now`, `capacity`,
+/// `next_expiration`, `peek` and `cascade_ahead` keep their promises.
+/// `capacity` is `Some(n)` for a wheel that must hold exactly `n` timers (a
+/// `FixedWheel`), `None` for one that grows.
 ///
 /// # Panics
 /// On the first disagreement, naming it; also if `wheel` is not empty.
@@ -37,6 +38,7 @@ pub fn run<S: Storage<u64>, const SLOTS: usize, const LEVELS: usize>(
         model: Model::new(wheel.now()),
         wheel,
         capacity,
+        staging: Staging::default(),
     };
     runner.check();
     for (step, op) in ops.iter().enumerate() {
@@ -181,6 +183,7 @@ struct Runner<'w, S: Storage<u64>, const SLOTS: usize, const LEVELS: usize> {
     wheel: &'w mut TimerWheel<u64, S, SLOTS, LEVELS>,
     model: Model,
     capacity: Option<usize>,
+    staging: Staging,
 }
 
 impl<S: Storage<u64>, const SLOTS: usize, const LEVELS: usize> Runner<'_, S, SLOTS, LEVELS> {
@@ -261,12 +264,11 @@ impl<S: Storage<u64>, const SLOTS: usize, const LEVELS: usize> Runner<'_, S, SLO
             }
             Op::Audit => self.audit(step),
             Op::CascadeAhead(max) => {
-                let moved = self.wheel.cascade_ahead(usize::from(max));
-                assert!(
-                    moved <= usize::from(max) && moved <= self.model.pending.len(),
-                    "op {step}: cascade_ahead({max}) moved {moved} of {} pending",
-                    self.model.pending.len()
-                );
+                let max = usize::from(max);
+                let moved = self.wheel.cascade_ahead(max);
+                let deadlines = self.model.by_deadline.iter().map(|&(deadline, _)| deadline);
+                self.staging
+                    .cascade_ahead(now, deadlines, Self::BITS, max, moved);
             }
         }
     }
@@ -355,6 +357,13 @@ impl<S: Storage<u64>, const SLOTS: usize, const LEVELS: usize> Drives
             new_now,
             last_fresh: None,
         };
+        // The timer `peek` names comes out first if it is due by then.
+        let first = match self.wheel.peek() {
+            Some((id, deadline)) if deadline <= new_now && self.staging.peek_is_first(old_now) => {
+                Some(id)
+            }
+            _ => None,
+        };
         let mut yielded = 0;
         let mut exhausted = false;
         let mut advance = self.wheel.advance(target);
@@ -370,6 +379,12 @@ impl<S: Storage<u64>, const SLOTS: usize, const LEVELS: usize> Drives
                 break;
             };
             order.check(expired.deadline, &expired);
+            if yielded == 0 {
+                assert!(
+                    first.is_none_or(|id| id == expired.id),
+                    "op {step}: advance({target}) yielded {expired:?} first, peek named {first:?}"
+                );
+            }
             self.model.take_expired(&expired, "advance");
             yielded += 1;
         }
@@ -394,7 +409,25 @@ impl<S: Storage<u64>, const SLOTS: usize, const LEVELS: usize> Drives
             Some(capacity) => assert_eq!(wheel.capacity(), capacity, "capacity"),
             None => assert!(wheel.capacity() >= wheel.len(), "capacity below len"),
         }
-        check_next_expiration(wheel.next_expiration(), model.now, model.earliest());
+        check_next_expiration(
+            wheel.next_expiration(),
+            model.now,
+            model.earliest(),
+            Self::BITS,
+        );
+        let peeked = wheel.peek();
+        check_peek_deadline(
+            peeked.map(|(_, deadline)| deadline),
+            model.now,
+            model.earliest(),
+        );
+        if let Some((id, deadline)) = peeked {
+            assert_eq!(
+                model.pending.get(&id).map(|&(deadline, _)| deadline),
+                Some(deadline),
+                "peek named {id:?} due at {deadline}"
+            );
+        }
     }
 }
 
@@ -442,22 +475,6 @@ pub(crate) trait Drives {
             }
             self.check();
             made += 1;
-        }
-    }
-}
-
-/// The promise of `next_expiration`: `None` iff nothing is pending, else a
-/// tick from `now` to `max(now, earliest deadline)`.
-pub(crate) fn check_next_expiration(next: Option<u64>, now: u64, earliest: Option<u64>) {
-    match (next, earliest) {
-        (None, None) => {}
-        (Some(tick), Some(earliest)) => assert!(
-            now <= tick && tick <= now.max(earliest),
-            "next_expiration {tick} outside {now}..={} (earliest deadline {earliest})",
-            now.max(earliest)
-        ),
-        (next, earliest) => {
-            panic!("next_expiration {next:?} but the earliest deadline is {earliest:?}")
         }
     }
 }
