@@ -1,7 +1,8 @@
 //! The driver thread: its rounds, its sleep and its shutdown, by the rules
 //! in `shared` (filing and firing are in `driver/fire.rs`).
 //!
-//! A round: note the advances asked for; file at most a batch of messages;
+//! A round: note the advances asked for; file at most a batch of queued
+//! messages, and the parked ones;
 //! fire what is due, at most a batch, in deadline order, then wake the
 //! fired sleeps' tasks; if a batch was full, go again; else cascade ahead
 //! while there is time, and sleep until the next expiration.

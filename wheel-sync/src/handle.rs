@@ -30,7 +30,10 @@ pub struct TimerHandle {
 impl TimerHandle {
     /// Cancels the timer: `true` iff the callback will now never run;
     /// `false` if it ran, is running, was already cancelled or was abandoned
-    /// at shutdown. O(1); the driver frees the timer within a round.
+    /// at shutdown. O(1), and it sends the driver nothing: the closure is
+    /// dropped at once, on this thread; the timer's memory goes once the
+    /// driver drops its copy, if it has one (at the deadline, or sooner
+    /// with the other dead copies once they outnumber the live ones).
     ///
     /// # Examples
     /// ```

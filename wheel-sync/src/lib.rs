@@ -1,7 +1,7 @@
 //! A threaded timer service over [`wheel_core`]: any number of threads
-//! schedule and cancel through a lock-free queue; one driver thread owns a
-//! cascading wheel, follows the monotonic clock, runs callbacks and wakes
-//! [`Sleep`] / [`Timeout`] futures under any executor.
+//! schedule and cancel through a lock-free queue; one driver thread owns
+//! the cascading wheels, follows the monotonic clock, runs callbacks and
+//! wakes [`Sleep`] / [`Timeout`] futures under any executor.
 //!
 //! ```
 //! use std::sync::mpsc;
@@ -30,20 +30,22 @@
 //!   `Sleep`'s waker) right after it. A [`Sleep`] makes it on its first
 //!   poll, as tokio's does: a [`Timeout`] around a future that is ready at
 //!   once costs no timer.
-//! - **Submission never blocks or locks**: a new timer waits in its
-//!   thread's parking spot next to the queue if the spot is empty, else goes
-//!   into a lock-free MPSC queue; the one driver thread takes both each
-//!   round. A cancel takes a parked timer back, so a request timeout
-//!   answered in time never reaches the driver. Each thread counts
+//! - **Submission never blocks** (and locks only to wake a sleeping driver,
+//!   at most once a sleep): a new timer waits in its thread's parking spot
+//!   next to the queue if the spot is empty, else goes into a lock-free
+//!   MPSC queue; the one driver thread takes both each round. A cancel
+//!   takes a parked timer back, so a request timeout answered in time,
+//!   while it is its thread's one parked timer, never reaches the driver. Each thread counts
 //!   its timers, and the handles it makes hold the service, on lines it
 //!   owns, however the service is held (by reference, a clone per task, the
 //!   global functions).
 //! - **The driver** files what was submitted into a cascading wheel,
 //!   fires what is due in deadline order (callbacks run, panics caught and
 //!   counted), then wakes the fired sleeps' tasks, and sleeps until the
-//!   next expiration. A producer wakes it only when its timer is due
-//!   before that, never for a cancel: a loop of schedule and cancel costs
-//!   the driver about one wake-up per nap.
+//!   next expiration. A producer wakes it when its timer is due before
+//!   that (and once every few thousand queued timers, so that a burst is
+//!   filed as it comes), never for a cancel: a loop of schedule and cancel
+//!   costs the driver about one wake-up per nap.
 //! - **Detached callbacks** ([`TimerService::schedule_detached`]) have no
 //!   handle, so no entry either: the closure travels through the queue by
 //!   value (inline when it is at most two words) and waits in a wheel of

@@ -18,7 +18,7 @@
 //! * Only the consumer reads places and frees blocks. It frees a block once it has read the
 //!   block's last place; that place's producer linked `next` before setting `ready`, and every
 //!   other place of the block was read before, so no producer still touches it.
-//! * The consumer never waits. A claimed place whose `ready` is not yet visible makes
+//! * [`Consumer::pop`] never waits. A claimed place whose `ready` is not yet visible makes
 //!   [`Consumer::pop`] return `None` and the consumer stays on that place, so items come out
 //!   in sequence order, none skipped.
 //! * The consumer may close the queue: it sets `CLOSED` in `tail` by a CAS from a bit-free

@@ -17,7 +17,7 @@
 //!    counted out first. Without a `max_pending` limit, each thread counts
 //!    its timers in and out on its spot, so threads never contend on one
 //!    count; `pending` is the spots' sum. With a limit, one shared count
-//!    enforces it exactly.
+//!    enforces it exactly (and the spots count as well).
 //! 2. **One message in flight.** A producer that changes an entry's word
 //!    sets `QUEUED` in the same exchange, and sends a message for the
 //!    entry only if `QUEUED` was clear. The driver clears `QUEUED` as it
@@ -62,7 +62,7 @@
 //!    counts the copy dead on the canceller's spot instead, which the
 //!    driver sums each round. It drops the dead copies all at once when
 //!    they outnumber the live ones (by its count, which errs high). A round
-//!    files at most [`BATCH`] messages, fires at most `BATCH` due timers in
+//!    files at most [`BATCH`] queued messages (and what the spots hold), fires at most `BATCH` due timers in
 //!    deadline order, and then wakes the fired sleeps' tasks. While timers
 //!    are pending it sleeps at most [`RECLAIM_EVERY`], so the dead copies
 //!    that cancels counted are looked at within that long without a

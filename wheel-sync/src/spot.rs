@@ -1,6 +1,6 @@
-//! A parking spot: one per lane index, next to the queue, holding the
-//! newest timer its threads made and their counts, on a cache line of its
-//! own.
+//! A parking spot: one per lane index, next to the queue, holding one
+//! parked timer (made while the spot was empty) and its threads' counts,
+//! on a cache line of its own.
 //!
 //! # Ground rules
 //!

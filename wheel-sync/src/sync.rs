@@ -1,8 +1,9 @@
 //! The crate's one door to threads and atomics: `std` in a normal build, `loom` under
 //! `cfg(loom)`, so the loom models in `tests/` explore the code that ships.
 //!
-//! Every concurrent module imports from here, never from `std::sync`, `std::thread` or
-//! `loom` directly. The shim is gated on `cfg(loom)` alone (not `cfg(all(test, loom))`)
+//! The protocol's atomics, locks and threads come from here, never from `std::sync`,
+//! `std::thread` or `loom` directly; what loom need not explore (statistics, `run_paused`'s
+//! wait, the thread-locals' own declarations) names `std` or loom itself. The shim is gated on `cfg(loom)` alone (not `cfg(all(test, loom))`)
 //! because the models are integration tests, which build this crate without `cfg(test)`.
 
 #[cfg(not(loom))]
