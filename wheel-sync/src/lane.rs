@@ -6,7 +6,7 @@
 //!
 //! A lane is the service's memory, counted: handles count on their
 //! thread's lane, and each lane holds the service once. It names the
-//! thread's spot (see `spot`): where the thread parks a new timer (if the spot is empty) and
+//! thread's spot (see `spot`): where the thread parks a new timer (in an empty place) and
 //! counts its live ones. A thread keeps its lanes until it ends; one whose
 //! service has shut down is forgotten when the thread next needs a new one.
 //! Lanes do not keep the service running: its `TimerService` clones do.

@@ -32,10 +32,11 @@
 //!   once costs no timer.
 //! - **Submission never blocks** (and locks only to wake a sleeping driver,
 //!   at most once a sleep): a new timer waits in its thread's parking spot
-//!   next to the queue if the spot is empty, else goes into a lock-free
-//!   MPSC queue; the one driver thread takes both each round. A cancel
-//!   takes a parked timer back, so a request timeout answered in time,
-//!   while it is its thread's one parked timer, never reaches the driver. Each thread counts
+//!   next to the queue if one of the spot's few places is empty, else goes
+//!   into a lock-free MPSC queue; the one driver thread takes both each
+//!   round. A cancel takes a parked timer back, so a request timeout
+//!   answered in time, with a handful in flight on its thread, never
+//!   reaches the driver. Each thread counts
 //!   its timers, and the handles it makes hold the service, on lines it
 //!   owns, however the service is held (by reference, a clone per task, the
 //!   global functions).

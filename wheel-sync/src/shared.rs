@@ -26,7 +26,7 @@
 //!    callback has no entry: it is the message.
 //!
 //!    A message goes through the queue or, for a new timer with an entry,
-//!    waits in its thread's parking spot (`spot`) if the spot is empty. The
+//!    waits in its thread's parking spot (`spot`) if a place there is empty. The
 //!    driver takes every parked message each round, so a parked message is
 //!    as good as a queued one to every rule here; a cancel through the
 //!    timer's handle takes it back from the spot of the handle's lane, and
@@ -335,7 +335,7 @@ impl Shared {
     }
 
     /// Parks a new timer's `message` in spot `spot`, or queues it if the
-    /// spot is taken; the driver is to look at it by tick `look_by`.
+    /// spot has no empty place; the driver is to look at it by tick `look_by`.
     /// Whether the driver took it: once the doors are closed (shutdown),
     /// the message is dropped, and the caller still holds the entry.
     #[must_use]

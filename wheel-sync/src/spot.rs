@@ -1,14 +1,16 @@
-//! A parking spot: one per lane index, next to the queue, holding one
-//! parked timer (made while the spot was empty) and its threads' counts,
-//! on a cache line of its own.
+//! A parking spot: one per lane index, next to the queue, holding a few
+//! parked timers (a cache line of places) and its threads' counts, on
+//! lines of its own.
 //!
 //! # Ground rules
 //!
-//! - A spot holds at most one message: an `EntryRef` given up by
-//!   `into_raw`. Whoever compare-exchanges or swaps a pointer out of the
-//!   spot owns that reference. Parking puts a message into an empty spot
-//!   only; a taken spot leaves the new message to the queue, so a message
-//!   is always parked or queued, never in a thread's hands.
+//! - Each of a spot's [`PLACES`] holds at most one message: an `EntryRef`
+//!   given up by `into_raw`. Whoever compare-exchanges or swaps a pointer
+//!   out of a place owns that reference. Parking puts a message into an
+//!   empty place only; a spot with none empty leaves the new message to
+//!   the queue, so a message is always parked or queued, never in a
+//!   thread's hands. Each place keeps these rules on its own; the places
+//!   are only looked at in turn.
 //! - A parked message is as good as a queued one (rules 2 and 3 of
 //!   `shared`): the driver takes every parked message each round, and
 //!   looks at the spots after its fence before it sleeps.
@@ -16,8 +18,10 @@
 //!   (`closed()`), taking what was parked, and no park succeeds after (the message goes
 //!   to the queue, which the driver closes too, and is refused there).
 //! - A cancel takes a parked timer's message back with a compare-exchange
-//!   on the spot of its handle's lane (the spot it was parked in): the
-//!   driver never sees that timer.
+//!   on its place in the spot of its handle's lane (the spot it was parked
+//!   in): the driver never sees that timer. So a thread with up to
+//!   `PLACES` requests in flight, each cancelled before the driver's next
+//!   round, hands the driver none of them.
 //! - `owners` counts the `TimerService` clones made on the spot's threads,
 //!   each counted out where it was counted in, with a version above the
 //!   count that every change bumps. A clone is made only from a clone, so
@@ -53,13 +57,21 @@ use crate::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 /// thread, and so may share a spot: the shared case).
 pub(crate) const SPOTS: usize = if cfg!(loom) { 2 } else { 64 };
 
-/// A closed spot's message: no entry's address (an entry is a heap
+/// Places in a spot for parked messages: a cache line of pointers (under
+/// loom, two, so that its models meet a spot with one place taken).
+pub(crate) const PLACES: usize = if cfg!(loom) {
+    2
+} else {
+    64 / core::mem::size_of::<usize>()
+};
+
+/// A closed place's message: no entry's address (an entry is a heap
 /// allocation of more than one byte, never at address 1).
 fn closed() -> *mut Entry {
     ptr::without_provenance_mut(1)
 }
 
-/// Whether a spot's word holds a parked message: neither empty nor closed.
+/// Whether a place's word holds a parked message: neither empty nor closed.
 fn is_message(word: *mut Entry) -> bool {
     !word.is_null() && word != closed()
 }
@@ -69,10 +81,10 @@ const COUNT: u64 = (1 << 32) - 1;
 /// One step of an owner count's high half: the version.
 const VERSION: u64 = 1 << 32;
 
-/// One spot: a parked message and its threads' counts.
+/// One spot: its parked messages and its threads' counts.
 #[derive(Default)]
 pub(crate) struct Spot {
-    message: AtomicPtr<Entry>,
+    places: [AtomicPtr<Entry>; PLACES],
     /// `TimerService` clones counted here, below a version (ground rules).
     owners: AtomicU64,
     scheduled: AtomicU64,
@@ -121,20 +133,21 @@ impl Spots {
         }
     }
 
-    /// Parks `message` in spot `index` if the spot is empty; else (taken or
-    /// closed) hands it back, for the caller to queue.
+    /// Parks `message` in an empty place of spot `index`; if there is none
+    /// (all taken, or closed), hands it back, for the caller to queue.
     #[inline]
     pub(crate) fn park(&self, index: usize, message: EntryRef) -> Result<(), EntryRef> {
-        let spot = &self.spot(index).message;
-        // A plain load first: a taken spot costs no locked instruction.
-        if !spot.load(Ordering::Relaxed).is_null() {
+        let places = &self.spot(index).places;
+        // Plain loads first: a taken place costs no locked instruction.
+        let Some(place) = places.iter().find(|p| p.load(Ordering::Relaxed).is_null()) else {
             return Err(message);
-        }
+        };
         let ptr = message.into_raw();
-        match spot.compare_exchange(ptr::null_mut(), ptr, Ordering::AcqRel, Ordering::Relaxed) {
+        match place.compare_exchange(ptr::null_mut(), ptr, Ordering::AcqRel, Ordering::Relaxed) {
             Ok(_) => Ok(()),
-            // SAFETY: `ptr` came from `into_raw` just above and the spot did
-            // not take it: this thread still owns the reference.
+            // SAFETY: `ptr` came from `into_raw` just above and the place
+            // did not take it: this thread still owns the reference. (Lost
+            // to another thread of the spot, or to a close: queued then.)
             Err(_) => Err(unsafe { EntryRef::from_raw(ptr) }),
         }
     }
@@ -143,17 +156,21 @@ impl Spots {
     /// returns whether it did.
     #[inline]
     pub(crate) fn retract(&self, index: usize, entry: *mut Entry) -> bool {
-        let spot = &self.spot(index).message;
-        // A plain load first: most cancels find another message, or none.
-        if spot.load(Ordering::Relaxed) != entry
-            || spot
-                .compare_exchange(entry, ptr::null_mut(), Ordering::AcqRel, Ordering::Relaxed)
-                .is_err()
+        let places = &self.spot(index).places;
+        // Plain loads first: most cancels of a filed timer find it nowhere.
+        let Some(place) = places.iter().find(|p| p.load(Ordering::Relaxed) == entry) else {
+            return false;
+        };
+        if place
+            .compare_exchange(entry, ptr::null_mut(), Ordering::AcqRel, Ordering::Relaxed)
+            .is_err()
         {
+            // The driver took it meanwhile (an entry has one message on its
+            // way at most, so it is in no other place).
             return false;
         }
         // SAFETY: as in `park`: the exchange made this thread the taker of
-        // the reference the spot held.
+        // the reference the place held.
         drop(unsafe { EntryRef::from_raw(entry) });
         true
     }
@@ -161,12 +178,12 @@ impl Spots {
     /// Driver: takes every parked message, in spot order; returns how many.
     pub(crate) fn sweep(&self, mut take: impl FnMut(EntryRef)) -> usize {
         let mut taken = 0;
-        for spot in self.spots.iter() {
-            // Only the driver closes a spot, so a closed one stays closed.
-            if !is_message(spot.message.load(Ordering::Relaxed)) {
+        for place in self.places() {
+            // Only the driver closes a place, so a closed one stays closed.
+            if !is_message(place.load(Ordering::Relaxed)) {
                 continue;
             }
-            let ptr = spot.message.swap(ptr::null_mut(), Ordering::AcqRel);
+            let ptr = place.swap(ptr::null_mut(), Ordering::AcqRel);
             if !ptr.is_null() {
                 // SAFETY: as in `park`.
                 take(unsafe { EntryRef::from_raw(ptr) });
@@ -176,10 +193,10 @@ impl Spots {
         taken
     }
 
-    /// Driver, at shutdown: closes every spot, taking what was parked.
+    /// Driver, at shutdown: closes every place, taking what was parked.
     pub(crate) fn close(&self, mut take: impl FnMut(EntryRef)) {
-        for spot in self.spots.iter() {
-            let ptr = spot.message.swap(closed(), Ordering::AcqRel);
+        for place in self.places() {
+            let ptr = place.swap(closed(), Ordering::AcqRel);
             if is_message(ptr) {
                 // SAFETY: as in `park`.
                 take(unsafe { EntryRef::from_raw(ptr) });
@@ -189,7 +206,13 @@ impl Spots {
 
     /// Whether any message is parked (a snapshot).
     pub(crate) fn any_parked(&self) -> bool {
-        (self.spots.iter()).any(|spot| is_message(spot.message.load(Ordering::Relaxed)))
+        self.places()
+            .any(|place| is_message(place.load(Ordering::Relaxed)))
+    }
+
+    /// Every place of every spot.
+    fn places(&self) -> impl Iterator<Item = &AtomicPtr<Entry>> {
+        self.spots.iter().flat_map(|spot| spot.places.iter())
     }
 
     /// Counts a `TimerService` clone in on spot `index`.
@@ -318,18 +341,54 @@ mod tests {
         let (b, b_msg) = message(2);
         assert!(spots.park(3, a_msg).is_ok());
         assert!(spots.any_parked());
-        let refused = spots.park(3, b_msg).expect_err("spot 3 is taken");
+        // Fill the spot's other places: then it refuses.
+        let others: Vec<EntryRef> = (1..PLACES)
+            .map(|i| {
+                let (owner, msg) = message(10 + i as u64);
+                assert!(spots.park(3, msg).is_ok(), "place {i} is free");
+                owner
+            })
+            .collect();
+        let refused = spots.park(3, b_msg).expect_err("spot 3 is full");
         assert_eq!(refused.as_ptr(), b.as_ptr());
         assert!(!spots.retract(3, b.as_ptr()), "b was never parked");
         assert!(!spots.retract(4, a.as_ptr()), "a is parked in spot 3");
         assert!(spots.retract(3, a.as_ptr()));
         assert!(!spots.retract(3, a.as_ptr()), "taken back once");
+        // a's place is free again, and only it.
+        let (c, c_msg) = message(3);
+        assert!(spots.park(3, c_msg).is_ok());
+        assert!(spots.retract(3, c.as_ptr()));
+        for other in &others {
+            assert!(spots.retract(3, other.as_ptr()));
+        }
         assert!(!spots.any_parked());
         assert!(spots.park(5, refused).is_ok());
         let mut swept = Vec::new();
         assert_eq!(spots.sweep(|m| swept.push(m)), 1);
         assert_eq!(swept[0].as_ptr(), b.as_ptr());
         assert_eq!(spots.sweep(drop), 0);
+    }
+
+    #[test]
+    fn a_sweep_takes_every_place_of_every_spot() {
+        let spots = Spots::new();
+        let owners: Vec<EntryRef> = (0..PLACES + 1)
+            .map(|i| {
+                let (owner, msg) = message(i as u64);
+                // The last one goes to another spot: this one is full.
+                let spot = if i < PLACES { 7 } else { 8 };
+                assert!(spots.park(spot, msg).is_ok());
+                owner
+            })
+            .collect();
+        let mut swept = Vec::new();
+        assert_eq!(spots.sweep(|m| swept.push(m.as_ptr())), PLACES + 1);
+        let mut expected: Vec<_> = owners.iter().map(EntryRef::as_ptr).collect();
+        expected.sort();
+        swept.sort();
+        assert_eq!(swept, expected);
+        assert!(!spots.any_parked());
     }
 
     #[test]
@@ -341,6 +400,7 @@ mod tests {
         let mut closed_on = Vec::new();
         spots.close(|m| closed_on.push(m));
         assert_eq!(closed_on.len(), 1, "the parked message, once");
+        // Every place of spot 2 is closed, not only the one a was in.
         assert_eq!(closed_on[0].as_ptr(), a.as_ptr());
         assert!(!spots.any_parked());
         let refused = spots.park(2, b_msg).expect_err("spot 2 is closed");

@@ -1,6 +1,6 @@
 //! Parking: a new timer with a handle waits in its thread's parking spot next
-//! to the queue (if the spot is empty), and a cancel through its handle takes
-//! it back unseen. Parked timers still fire on time and in order, are taken
+//! to the queue (if the spot has an empty place), and a cancel through its
+//! handle takes it back unseen. Parked timers still fire on time and in order, are taken
 //! back and freed at once when cancelled on another thread, are counted
 //! when taken back, and are abandoned by shutdown.
 #![cfg(not(loom))]
@@ -48,11 +48,18 @@ fn a_parked_timer_fires_although_its_thread_goes_quiet() {
     assert!(handle.is_fired());
 }
 
-/// Two timers from one thread: the first is parked, the second finds the
-/// spot taken and is queued; both fire, in deadline order, neither early.
+/// A spot's places for parked timers: a cache line of pointers.
+const PLACES: usize = 64 / std::mem::size_of::<usize>();
+
+/// Two timers from one thread whose spot has one place left: the first
+/// takes it, the second finds the spot full and is queued; both fire, in
+/// deadline order, neither early.
 #[test]
 fn a_parked_timer_and_one_queued_beside_it_fire_in_order() {
     let timers = TimerService::new();
+    let fillers: Vec<_> = (1..PLACES)
+        .map(|_| timers.schedule(HOUR, || ()).unwrap())
+        .collect();
     let order = Arc::new(Mutex::new(Vec::new()));
     let start = Instant::now();
     let mut handles = Vec::new();
@@ -75,6 +82,7 @@ fn a_parked_timer_and_one_queued_beside_it_fire_in_order() {
     );
     assert!(order[0].1 >= start + Duration::from_millis(60));
     assert!(order[1].1 >= start + Duration::from_millis(120));
+    assert!(fillers.iter().all(|h| h.cancel()));
     assert_eq!(timers.pending(), 0);
 }
 
@@ -132,6 +140,40 @@ fn retracted_timers_are_counted_and_freed_at_once() {
     );
     let s = timers.stats();
     assert_eq!((s.scheduled, s.cancelled, s.fired), (SLEEPS, SLEEPS, 0));
+}
+
+/// A thread with several requests in flight, each ended in turn (a ring
+/// of eight sleeps, the oldest dropped as a new one is polled), parks each
+/// in a place of its spot and takes it back: the driver is handed none of
+/// them to file (with one place a spot, all but one in eight were queued,
+/// and the driver, woken for every `BATCH` of them, filed thousands a
+/// round).
+#[test]
+fn eight_requests_in_flight_on_a_thread_never_reach_the_driver() {
+    const SLEEPS: u64 = 10_000;
+    const IN_FLIGHT: usize = 8;
+    let timers = TimerService::new();
+    let waker = std::task::Waker::noop();
+    let mut ring = std::collections::VecDeque::new();
+    for _ in 0..SLEEPS {
+        let mut sleep = timers.sleep(Duration::from_secs(1));
+        assert!(poll_once(&mut sleep, waker).is_pending());
+        ring.push_back(sleep);
+        if ring.len() == IN_FLIGHT {
+            ring.pop_front();
+        }
+    }
+    drop(ring);
+    assert_eq!(timers.pending(), 0);
+    let stats = timers.stats();
+    assert_eq!((stats.scheduled, stats.cancelled), (SLEEPS, SLEEPS));
+    // A round that lands while requests are in flight takes what is parked
+    // then: the eight at most.
+    assert!(
+        stats.max_filed_per_round <= IN_FLIGHT as u64,
+        "the driver filed {} in a round",
+        stats.max_filed_per_round
+    );
 }
 
 /// Shutdown abandons a parked timer like a queued one: reported, closure

@@ -131,9 +131,12 @@ fn threads_stepping_through_deadlines_together_fire_each_exactly_on_time() {
     }
 }
 
+/// A spot's places for parked timers: a cache line of pointers.
+const PLACES: usize = 64 / std::mem::size_of::<usize>();
+
 /// "Timers submitted from any thread before the call count": a callback
 /// or a sleep made on another thread (parked in that thread's spot, or
-/// queued behind the one parked there) is the deadline `advance_to_next`
+/// queued behind those parked there) is the deadline `advance_to_next`
 /// moves to, and it fires there.
 #[test]
 fn advance_to_next_moves_to_a_deadline_another_thread_just_made() {
@@ -151,10 +154,11 @@ fn advance_to_next_moves_to_a_deadline_another_thread_just_made() {
             for i in 0..ROUNDS {
                 let (fired, make) = counter();
                 let delay = ms(1 + rng.below(500));
-                // One or two of a kind: the second finds the spot taken.
+                // One of a kind, or more than a spot has places: the last
+                // finds the spot full and is queued.
                 let mut sleeps = Vec::new();
                 let mut handles = Vec::new();
-                for _ in 0..=(i % 2) {
+                for _ in 0..(if i % 2 == 0 { 1 } else { PLACES + 1 }) {
                     if i % 3 == 0 {
                         sleeps.push(polled(Box::pin(timers.sleep(delay))));
                     } else {
