@@ -91,7 +91,10 @@ fn help_names_every_experiment_and_each_has_its_own() {
     }
     for (experiment, flags) in [
         ("delay", &["--timers", "--tick-us", "--shapes"][..]),
-        ("timeouts", &["--threads", "--secs", "--runs", "--shapes"]),
+        (
+            "timeouts",
+            &["--threads", "--secs", "--runs", "--in-flight", "--shapes"],
+        ),
         ("redis", &["--workload", "--stall-ms", "--redis-url"]),
     ] {
         let out = wheel_bench(&[experiment, "--help"]);
@@ -259,6 +262,7 @@ fn quick_timeouts_prints_json_rows() {
         [
             "impl",
             "threads",
+            "in_flight",
             "ops_per_s",
             "ns_per_op",
             "ratio_to_heap",
@@ -275,6 +279,7 @@ fn quick_timeouts_prints_json_rows() {
     assert_eq!(wheel["ratio_to_best_way"], 1.0);
     for row in [wheel, heap] {
         assert_eq!(row["threads"], 1);
+        assert_eq!(row["in_flight"], 1);
         assert_eq!(row["run"], 1);
         assert!(row["ops_per_s"].as_f64().unwrap() > 0.0, "{row}");
     }
@@ -306,4 +311,37 @@ fn timeouts_over_several_runs_prints_a_row_per_implementation() {
         expected.map(|(imp, run)| (imp.to_owned(), run)),
         "{json}"
     );
+}
+
+#[test]
+fn timeouts_keep_requests_in_flight_for_callbacks_futures_and_tokio() {
+    let out = wheel_bench(&[
+        "timeouts",
+        "--quick",
+        "--in-flight",
+        "8",
+        "--impls",
+        "wheel,wheel-async,tokio",
+        "--json",
+    ]);
+    let stdout = stdout_of_success(&out);
+    let rows: Vec<serde_json::Value> = stdout.lines().map(|l| parse_row(l).0).collect();
+    // --quick: one and two threads, each with every implementation.
+    let impls: Vec<&str> = rows.iter().map(|r| r["impl"].as_str().unwrap()).collect();
+    assert_eq!(
+        impls,
+        [
+            "wheel",
+            "wheel-async",
+            "tokio",
+            "wheel",
+            "wheel-async",
+            "tokio"
+        ],
+        "{stdout}"
+    );
+    for row in &rows {
+        assert_eq!(row["in_flight"], 8, "{row}");
+        assert!(row["ops_per_s"].as_f64().unwrap() > 0.0, "{row}");
+    }
 }

@@ -39,6 +39,8 @@ pub fn child_args(experiment: &Experiment, imp: Impl) -> Vec<String> {
             args.push(threads.join(","));
             args.push("--secs".into());
             args.push(t.secs.to_string());
+            args.push("--in-flight".into());
+            args.push(t.in_flight.to_string());
         }
         Experiment::Redis(r) => {
             args.push("redis".into());

@@ -13,7 +13,7 @@ use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use super::experiment::{
     Child, Command, DelayArgs, Experiment, Plan, RedisArgs, TimeoutsArgs, Workload, MAX_DELAY_MS,
-    MAX_MS, MAX_RUNS, MAX_SECS, MAX_THREADS, MAX_TIMERS,
+    MAX_IN_FLIGHT, MAX_MS, MAX_RUNS, MAX_SECS, MAX_THREADS, MAX_TIMERS,
 };
 use super::impls::Impl;
 
@@ -67,7 +67,14 @@ enum ExperimentFlags {
     /// way of holding wheel-sync (vs best way), the CPU time over those
     /// seconds and the peak RSS. With --runs, every implementation runs that
     /// many times, interleaved; the table gives each figure's median
-    /// (min-max), the JSON every run.
+    /// (min-max), the JSON every run. With --in-flight K, each thread is a
+    /// client with K requests outstanding (a pipelined connection, or K
+    /// tasks per worker): every op schedules a new request's timeout and,
+    /// once K are in flight, cancels the oldest; an op is still one
+    /// schedule + cancel. For K above 1 every in-flight future is boxed
+    /// (Box::pin: tokio's Sleep must not move once polled, and the others
+    /// are boxed alike), an allocation per op that K = 1, pinning on the
+    /// stack, does not make.
     Timeouts(TimeoutsFlags),
     /// Seed 001 itself: a Redis client's per-command timeouts, against a
     /// real redis-server.
@@ -157,6 +164,10 @@ struct TimeoutsFlags {
     /// gives each figure's median and min-max over the runs [default: 1]
     #[arg(long, value_name = "N", value_parser = runs)]
     runs: Option<usize>,
+    /// Requests each thread keeps in flight, cancelling the oldest as it
+    /// schedules the next (1: each cancelled at once)
+    #[arg(long, value_name = "K", value_parser = in_flight, default_value = "1")]
+    in_flight: usize,
     #[command(flatten)]
     shapes: ShapeFlags,
     #[command(flatten)]
@@ -342,6 +353,7 @@ impl ExperimentFlags {
                 let args = TimeoutsArgs {
                     threads: or_default(f.threads, if quick { &[1, 2] } else { &[1, 2, 8] }),
                     secs: f.secs.unwrap_or(if quick { 0.25 } else { 5.0 }),
+                    in_flight: f.in_flight,
                 };
                 let mut plan = f.common.plan("timeouts", &f.shapes.shapes)?;
                 plan.runs = f.runs.unwrap_or(1);
@@ -484,6 +496,10 @@ fn threads(value: &str) -> Result<usize, String> {
 
 fn runs(value: &str) -> Result<usize, String> {
     number_in(value, 1..=MAX_RUNS as u64).map(|n| n as usize)
+}
+
+fn in_flight(value: &str) -> Result<usize, String> {
+    number_in(value, 1..=MAX_IN_FLIGHT as u64).map(|n| n as usize)
 }
 
 fn seconds(value: &str) -> Result<f64, String> {

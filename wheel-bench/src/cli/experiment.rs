@@ -21,6 +21,17 @@ pub const MAX_SECS: f64 = 3600.0;
 pub const MAX_MS: u64 = 3_600_000;
 /// Largest `--runs`.
 pub const MAX_RUNS: usize = 100;
+/// Largest `--in-flight`: a request lives that many operations of its
+/// thread, which must stay far inside its 1 s timeout so that none fires (a
+/// `DelayQueue` would hand a fired one back, and its `remove` then panics).
+pub const MAX_IN_FLIGHT: usize = 65_536;
+
+// Every thread at its most requests in flight must fit what `--timers`
+// allows one run to hold at once.
+const _: () = assert!(
+    (MAX_IN_FLIGHT * MAX_THREADS) as u64 <= MAX_TIMERS,
+    "lower MAX_IN_FLIGHT or MAX_THREADS"
+);
 
 /// What the command line asks for.
 #[derive(Debug, PartialEq)]
@@ -76,6 +87,9 @@ pub struct TimeoutsArgs {
     pub threads: Vec<usize>,
     /// How long each run lasts.
     pub secs: f64,
+    /// Requests each thread keeps in flight: every operation starts one and,
+    /// once this many are in flight, ends the oldest; 1 ends each at once.
+    pub in_flight: usize,
 }
 
 /// Parameters of the `redis` experiment.

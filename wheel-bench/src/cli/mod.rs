@@ -203,6 +203,7 @@ fn run_parent(experiment: &Experiment, output: &Plan) -> Result<bool, RunError> 
                     let one = Experiment::Timeouts(experiment::TimeoutsArgs {
                         threads: vec![threads],
                         secs: args.secs,
+                        in_flight: args.in_flight,
                     });
                     for &imp in &output.impls {
                         let measured = child::measure(&one, imp);
@@ -217,6 +218,7 @@ fn run_parent(experiment: &Experiment, output: &Plan) -> Result<bool, RunError> 
                                 run,
                                 imp,
                                 threads,
+                                in_flight: args.in_flight,
                                 outcome,
                                 cpu_s,
                                 peak_rss_kib,

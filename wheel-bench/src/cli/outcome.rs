@@ -45,7 +45,9 @@ pub struct DelayOutcome {
 /// A `timeouts` run as the child saw it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct TimeoutsOutcome {
-    /// schedule + cancel pairs done by all threads.
+    /// Requests started by all threads, each a schedule + cancel pair
+    /// (those still in flight at the stop are cancelled then, not counted
+    /// again).
     pub ops: u64,
     /// From the threads' start to their stop.
     pub elapsed_ns: u64,

@@ -168,8 +168,12 @@ pub fn timeouts(path: &Path, results: &[TimeoutsResult]) -> Result<(), PlotError
             .iter()
             .map(|r| (r.imp, r.threads, r.ops_per_s() / 1e6)),
     );
+    let caption = match results.first().map_or(1, |r| r.in_flight) {
+        1 => "timeouts: schedule(1 s) + cancel per request".to_owned(),
+        k => format!("timeouts: schedule(1 s) + cancel per request, {k} in flight per thread"),
+    };
     let chart = OpsChart {
-        caption: "timeouts: schedule(1 s) + cancel per request",
+        caption,
         unit: "million ops/s (all threads)",
         x_desc: "threads",
     };
@@ -202,7 +206,7 @@ pub fn redis(path: &Path, results: &[RedisResult]) -> Result<(), PlotError> {
             Workload::List => "redis list: DEL + LPUSH x20 + LRANGE per op, one shared connection",
         };
         let chart = OpsChart {
-            caption,
+            caption: caption.to_owned(),
             unit: "thousand ops/s (all callers)",
             x_desc: "caller threads (tasks for wheel-async, tokio)",
         };
@@ -213,7 +217,7 @@ pub fn redis(path: &Path, results: &[RedisResult]) -> Result<(), PlotError> {
 
 /// A line per implementation of throughput against thread count.
 struct OpsChart {
-    caption: &'static str,
+    caption: String,
     unit: &'static str,
     x_desc: &'static str,
 }
@@ -228,7 +232,7 @@ impl OpsChart {
         let max_threads = points.iter().map(|p| p.1).max().unwrap_or(1);
         let peak = points.iter().map(|p| p.2).fold(0.1, f64::max);
         let mut chart = ChartBuilder::on(area)
-            .caption(self.caption, ("sans-serif", 22))
+            .caption(&self.caption, ("sans-serif", 22))
             .margin(14)
             .x_label_area_size(40)
             .y_label_area_size(70)

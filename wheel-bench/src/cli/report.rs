@@ -34,6 +34,8 @@ pub struct TimeoutsResult {
     pub imp: Impl,
     /// Threads looping.
     pub threads: usize,
+    /// Requests each thread kept in flight.
+    pub in_flight: usize,
     /// What the child saw.
     pub outcome: TimeoutsOutcome,
     /// The child's CPU seconds.
@@ -169,6 +171,8 @@ pub struct TimeoutsRow {
     #[serde(rename = "impl")]
     imp: &'static str,
     threads: usize,
+    #[tabled(rename = "in flight")]
+    in_flight: usize,
     #[tabled(rename = "ops/s")]
     ops_per_s: Num<0>,
     #[tabled(rename = "ns/op")]
@@ -286,6 +290,7 @@ pub fn timeouts_rows(results: &[TimeoutsResult]) -> Vec<TimeoutsRow> {
             TimeoutsRow {
                 imp: r.imp.name(),
                 threads: r.threads,
+                in_flight: r.in_flight,
                 ops_per_s: Num(ops_per_s),
                 // The wall time one thread spends per operation.
                 ns_per_op: Num(1e9 * r.threads as f64 / ops_per_s),

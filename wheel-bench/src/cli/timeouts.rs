@@ -1,6 +1,10 @@
 //! Seed 001 inside a child: each thread loops schedule(1 s) + cancel, as a
-//! client does around every request, until the time is up.
+//! client does around every request, until the time is up; with
+//! `--in-flight K` above 1, each thread keeps K requests in flight,
+//! cancelling the oldest as it schedules another.
 
+use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -28,6 +32,9 @@ const BATCH: u64 = 256;
 /// Runs `imp` with `args.threads[0]` threads in this process.
 pub fn run(args: &TimeoutsArgs, imp: Impl) -> Result<TimeoutsOutcome, RunError> {
     let threads = args.threads.first().copied().unwrap_or(1);
+    // K = 1 keeps the loops measured before `--in-flight`, unchanged, so
+    // their numbers stay comparable; each arm's `else` is the K > 1 loop.
+    let k = args.in_flight;
     let bench = Bench {
         threads,
         secs: args.secs,
@@ -37,11 +44,23 @@ pub fn run(args: &TimeoutsArgs, imp: Impl) -> Result<TimeoutsOutcome, RunError> 
         Impl::Heap => {
             let heap = HeapScheduler::new()?;
             bench.drive(|lane| {
-                lane.count(|| {
-                    heap.schedule_cancellable(Instant::now() + TIMEOUT, || {})
-                        .cancel();
-                    Ok(())
-                })
+                if k == 1 {
+                    lane.count(|| {
+                        heap.schedule_cancellable(Instant::now() + TIMEOUT, || {})
+                            .cancel();
+                        Ok(())
+                    })
+                } else {
+                    in_flight(
+                        lane,
+                        k,
+                        || Ok(heap.schedule_cancellable(Instant::now() + TIMEOUT, || {})),
+                        |timer| {
+                            timer.cancel();
+                            Ok(())
+                        },
+                    )
+                }
             })
         }
         Impl::Tokio | Impl::TokioAlt => {
@@ -53,7 +72,11 @@ pub fn run(args: &TimeoutsArgs, imp: Impl) -> Result<TimeoutsOutcome, RunError> 
             bench.drive(|lane| {
                 let _runtime = rt.enter();
                 // Polled once so the entry really goes into the driver's wheel.
-                polled_once(lane, || tokio::time::sleep(TIMEOUT))
+                if k == 1 {
+                    polled_once(lane, || tokio::time::sleep(TIMEOUT))
+                } else {
+                    boxed_in_flight(lane, k, || tokio::time::sleep(TIMEOUT))
+                }
             })
         }
         Impl::DelayQueue => {
@@ -63,13 +86,29 @@ pub fn run(args: &TimeoutsArgs, imp: Impl) -> Result<TimeoutsOutcome, RunError> 
                 let mut cx = Context::from_waker(Waker::noop());
                 // One queue per thread, as each connection task would own one.
                 let mut queue = DelayQueue::new();
-                lane.count(|| {
-                    let key = queue.insert((), TIMEOUT);
-                    // The owning task polls it while it waits for the reply.
-                    let _ = queue.poll_expired(&mut cx);
-                    queue.remove(&key);
-                    Ok(())
-                })
+                if k == 1 {
+                    lane.count(|| {
+                        let key = queue.insert((), TIMEOUT);
+                        // The owning task polls it while it waits for the reply.
+                        let _ = queue.poll_expired(&mut cx);
+                        queue.remove(&key);
+                        Ok(())
+                    })
+                } else {
+                    queue_in_flight(
+                        lane,
+                        k,
+                        queue,
+                        |queue| {
+                            let key = queue.insert((), TIMEOUT);
+                            let _ = queue.poll_expired(&mut cx);
+                            key
+                        },
+                        |queue, key| {
+                            queue.remove(&key);
+                        },
+                    )
+                }
             })
         }
         Impl::WheelQueue => {
@@ -78,12 +117,28 @@ pub fn run(args: &TimeoutsArgs, imp: Impl) -> Result<TimeoutsOutcome, RunError> 
                 let mut cx = Context::from_waker(Waker::noop());
                 // One queue per thread, as for `delayqueue`.
                 let mut queue = wheel_sync::DelayQueue::with_service(&service);
-                lane.count(|| {
-                    let key = queue.insert((), TIMEOUT);
-                    let _ = queue.poll_expired(&mut cx);
-                    queue.remove(&key);
-                    Ok(())
-                })
+                if k == 1 {
+                    lane.count(|| {
+                        let key = queue.insert((), TIMEOUT);
+                        let _ = queue.poll_expired(&mut cx);
+                        queue.remove(&key);
+                        Ok(())
+                    })
+                } else {
+                    queue_in_flight(
+                        lane,
+                        k,
+                        queue,
+                        |queue| {
+                            let key = queue.insert((), TIMEOUT);
+                            let _ = queue.poll_expired(&mut cx);
+                            key
+                        },
+                        |queue, key| {
+                            queue.remove(&key);
+                        },
+                    )
+                }
             })
         }
         Impl::Wheel => {
@@ -91,31 +146,58 @@ pub fn run(args: &TimeoutsArgs, imp: Impl) -> Result<TimeoutsOutcome, RunError> 
             bench.drive(|lane| {
                 // A clone per thread, as each client thread would hold.
                 let service = service.clone();
-                lane.count(|| {
-                    service.schedule(TIMEOUT, || {})?.cancel();
-                    Ok(())
-                })
+                if k == 1 {
+                    lane.count(|| {
+                        service.schedule(TIMEOUT, || {})?.cancel();
+                        Ok(())
+                    })
+                } else {
+                    timers_in_flight(lane, k, &service)
+                }
             })
         }
         Impl::WheelShared => {
             let service = TimerService::builder().build()?;
             // One service, shared by reference by every thread.
             bench.drive(|lane| {
-                lane.count(|| {
-                    service.schedule(TIMEOUT, || {})?.cancel();
-                    Ok(())
-                })
+                if k == 1 {
+                    lane.count(|| {
+                        service.schedule(TIMEOUT, || {})?.cancel();
+                        Ok(())
+                    })
+                } else {
+                    timers_in_flight(lane, k, &service)
+                }
             })
         }
         Impl::WheelCloneEach => {
             let service = TimerService::builder().build()?;
             bench.drive(|lane| {
-                lane.count(|| {
-                    // A handle cloned for the request, as into a task.
-                    let service = service.clone();
-                    service.schedule(TIMEOUT, || {})?.cancel();
-                    Ok(())
-                })
+                if k == 1 {
+                    lane.count(|| {
+                        // A handle cloned for the request, as into a task.
+                        let service = service.clone();
+                        service.schedule(TIMEOUT, || {})?.cancel();
+                        Ok(())
+                    })
+                } else {
+                    in_flight(
+                        lane,
+                        k,
+                        || {
+                            // The request's clone lives as long as it does.
+                            let service = service.clone();
+                            let timer = service.schedule(TIMEOUT, || {})?;
+                            Ok((service, timer))
+                        },
+                        |(service, timer)| {
+                            timer.cancel();
+                            drop(timer);
+                            drop(service);
+                            Ok(())
+                        },
+                    )
+                }
             })
         }
         Impl::WheelAsync => {
@@ -123,33 +205,71 @@ pub fn run(args: &TimeoutsArgs, imp: Impl) -> Result<TimeoutsOutcome, RunError> 
             bench.drive(|lane| {
                 let service = service.clone();
                 // Polled once, as tokio's is, though it registers on creation.
-                polled_once(lane, || service.sleep(TIMEOUT))
+                if k == 1 {
+                    polled_once(lane, || service.sleep(TIMEOUT))
+                } else {
+                    boxed_in_flight(lane, k, || service.sleep(TIMEOUT))
+                }
             })
         }
         Impl::WheelAsyncShared => {
             let service = TimerService::builder().build()?;
-            bench.drive(|lane| polled_once(lane, || service.sleep(TIMEOUT)))
+            bench.drive(|lane| {
+                if k == 1 {
+                    polled_once(lane, || service.sleep(TIMEOUT))
+                } else {
+                    boxed_in_flight(lane, k, || service.sleep(TIMEOUT))
+                }
+            })
         }
         Impl::WheelAsyncGlobal => {
             // Started before the clock, as the tokio peer's runtime is.
             TimerService::global();
-            bench.drive(|lane| polled_once(lane, || wheel_sync::sleep(TIMEOUT)))
+            bench.drive(|lane| {
+                if k == 1 {
+                    polled_once(lane, || wheel_sync::sleep(TIMEOUT))
+                } else {
+                    boxed_in_flight(lane, k, || wheel_sync::sleep(TIMEOUT))
+                }
+            })
         }
         Impl::WheelTimeout => {
             TimerService::global();
             bench.drive(|lane| {
                 let mut cx = Context::from_waker(Waker::noop());
-                lane.count(|| {
-                    // The request: pending once, then its reply is there.
-                    let mut call = pin!(wheel_sync::timeout(TIMEOUT, PendingOnce(false)));
-                    let _ = call.as_mut().poll(&mut cx);
-                    match call.as_mut().poll(&mut cx) {
-                        Poll::Ready(Ok(())) => Ok(()),
-                        _ => Err(RunError::Io(std::io::Error::other(
-                            "wheel_sync::timeout did not complete",
-                        ))),
-                    }
-                })
+                if k == 1 {
+                    lane.count(|| {
+                        // The request: pending once, then its reply is there.
+                        let mut call = pin!(wheel_sync::timeout(TIMEOUT, PendingOnce(false)));
+                        let _ = call.as_mut().poll(&mut cx);
+                        match call.as_mut().poll(&mut cx) {
+                            Poll::Ready(Ok(())) => Ok(()),
+                            _ => Err(RunError::Io(std::io::Error::other(
+                                "wheel_sync::timeout did not complete",
+                            ))),
+                        }
+                    })
+                } else {
+                    // Its reply comes at the second poll, when it is the
+                    // oldest in flight.
+                    let mut reply_cx = Context::from_waker(Waker::noop());
+                    in_flight(
+                        lane,
+                        k,
+                        || {
+                            let mut call =
+                                Box::pin(wheel_sync::timeout(TIMEOUT, PendingOnce(false)));
+                            let _ = call.as_mut().poll(&mut cx);
+                            Ok(call)
+                        },
+                        |mut call| match call.as_mut().poll(&mut reply_cx) {
+                            Poll::Ready(Ok(())) => Ok(()),
+                            _ => Err(RunError::Io(std::io::Error::other(
+                                "wheel_sync::timeout did not complete",
+                            ))),
+                        },
+                    )
+                }
             })
         }
         Impl::None
@@ -174,6 +294,92 @@ fn polled_once<F: Future>(lane: &Lane<'_>, make: impl Fn() -> F) -> Result<u64, 
         let _ = pin!(make()).poll(&mut cx);
         Ok(())
     })
+}
+
+/// Counts requests with `k` in flight: each operation `start`s one and,
+/// once `k` are in flight, `finish`es the oldest, as the K = 1 loops do at
+/// once. Those still in flight at the stop are finished then, within the
+/// measured time (each op is one start and one finish) but not counted.
+fn in_flight<R>(
+    lane: &Lane<'_>,
+    k: usize,
+    mut start: impl FnMut() -> Result<R, RunError>,
+    mut finish: impl FnMut(R) -> Result<(), RunError>,
+) -> Result<u64, RunError> {
+    // Never grows: it holds k - 1 between operations, k at most.
+    let mut requests = VecDeque::with_capacity(k);
+    let ops = lane.count(|| {
+        requests.push_back(start()?);
+        if requests.len() == k {
+            if let Some(oldest) = requests.pop_front() {
+                finish(oldest)?;
+            }
+        }
+        Ok(())
+    })?;
+    requests.into_iter().try_for_each(finish)?;
+    Ok(ops)
+}
+
+/// [`in_flight`] of the futures `make` returns, each boxed (tokio's `Sleep`
+/// must not move once polled, and every row is boxed alike), polled once
+/// when made and dropped when it is the oldest of `k`.
+fn boxed_in_flight<F: Future>(
+    lane: &Lane<'_>,
+    k: usize,
+    make: impl Fn() -> F,
+) -> Result<u64, RunError> {
+    let mut cx = Context::from_waker(Waker::noop());
+    in_flight(
+        lane,
+        k,
+        || {
+            let mut future = Box::pin(make());
+            let _ = future.as_mut().poll(&mut cx);
+            Ok(future)
+        },
+        |future| {
+            drop(future);
+            Ok(())
+        },
+    )
+}
+
+/// [`in_flight`] of wheel-sync callbacks on `service`: schedule, then
+/// cancel when it is the oldest of `k`.
+fn timers_in_flight(lane: &Lane<'_>, k: usize, service: &TimerService) -> Result<u64, RunError> {
+    in_flight(
+        lane,
+        k,
+        || service.schedule(TIMEOUT, || {}).map_err(RunError::from),
+        |timer| {
+            timer.cancel();
+            Ok(())
+        },
+    )
+}
+
+/// [`in_flight`] of requests in a `queue` the thread owns: `start` inserts
+/// one, `finish` removes it.
+fn queue_in_flight<Q, R>(
+    lane: &Lane<'_>,
+    k: usize,
+    queue: Q,
+    mut start: impl FnMut(&mut Q) -> R,
+    mut finish: impl FnMut(&mut Q, R),
+) -> Result<u64, RunError> {
+    // Both ends need the queue; `in_flight` calls one at a time, so neither
+    // borrow ever fails.
+    let queue = RefCell::new(queue);
+    in_flight(
+        lane,
+        k,
+        || Ok(start(&mut queue.borrow_mut())),
+        |key| {
+            finish(&mut queue.borrow_mut(), key);
+            Ok(())
+        },
+    )
 }
 
 /// A request whose reply comes at its second poll.

@@ -65,6 +65,28 @@ fn timeouts_flags() {
 }
 
 #[test]
+fn in_flight_defaults_to_one_request_per_thread() {
+    let in_flight = |line| match run_of(line) {
+        (Experiment::Timeouts(t), _) => t.in_flight,
+        other => panic!("{line}: {other:?}"),
+    };
+    assert_eq!(in_flight("timeouts"), 1);
+    assert_eq!(in_flight("timeouts --quick"), 1);
+    assert_eq!(in_flight("timeouts --in-flight 64"), 64);
+    let (kind, message) = error_of("timeouts --in-flight 0");
+    assert_eq!(kind, ErrorKind::ValueValidation);
+    assert!(message.contains("1..=65536"), "{message}");
+    assert_eq!(
+        error_of("timeouts --in-flight 65537").0,
+        ErrorKind::ValueValidation
+    );
+    assert_eq!(
+        error_of("delay --in-flight 2").0,
+        ErrorKind::UnknownArgument
+    );
+}
+
+#[test]
 fn shapes_keep_those_ways_of_holding_wheel_sync_and_every_peer() {
     let (_, plan) = run_of("timeouts --shapes shared,global");
     let names: Vec<&str> = plan.impls.iter().map(|i| i.name()).collect();
@@ -172,6 +194,7 @@ fn child_args_round_trip() {
     let timeouts = Experiment::Timeouts(TimeoutsArgs {
         threads: vec![2],
         secs: 0.25,
+        in_flight: 64,
     });
     let redis = Experiment::Redis(RedisArgs {
         threads: vec![50],

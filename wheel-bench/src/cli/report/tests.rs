@@ -95,6 +95,7 @@ fn timeouts_result(run: usize, imp: Impl, threads: usize, ops: u64) -> TimeoutsR
         run,
         imp,
         threads,
+        in_flight: 1,
         outcome: TimeoutsOutcome {
             ops,
             elapsed_ns: 1_000_000_000,
@@ -168,7 +169,7 @@ fn timeouts_compare_with_the_best_way_of_holding_the_service_in_the_same_run() {
     let clone_each = &table[1];
     assert_eq!(clone_each[0], "wheel/clone-each");
     // 0.75 and 1.00 of the best way: the median of two is their mean.
-    assert_eq!(clone_each[5], "0.88 (0.75-1.00)");
+    assert_eq!(clone_each[6], "0.88 (0.75-1.00)");
     assert!(
         !render(&rows).contains("run"),
         "the table has no run column"
