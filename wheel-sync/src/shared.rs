@@ -44,8 +44,8 @@
 //!    message is ready in the queue or the spots and no `advance` waits. A
 //!    message claimed in the queue but not yet written holds up the
 //!    messages behind it: the driver then asks to be woken by any message
-//!    (`ANY`), and sleeps only with `ANY` in its word while places are
-//!    claimed; every push, whatever it is for, ends with this fence and
+//!    (`ANY`), and sleeps only with `ANY` in its word while places in the
+//!    queue are claimed; every push, whatever it is for, ends with this fence and
 //!    look. A cancel pushes nothing and wakes no one: the cancelled timer's
 //!    copy is still in the wheel, so the driver's plan is no later than its
 //!    deadline.

@@ -137,19 +137,26 @@ impl Spots {
     /// (all taken, or closed), hands it back, for the caller to queue.
     #[inline]
     pub(crate) fn park(&self, index: usize, message: EntryRef) -> Result<(), EntryRef> {
-        let places = &self.spot(index).places;
-        // Plain loads first: a taken place costs no locked instruction.
-        let Some(place) = places.iter().find(|p| p.load(Ordering::Relaxed).is_null()) else {
-            return Err(message);
-        };
         let ptr = message.into_raw();
-        match place.compare_exchange(ptr::null_mut(), ptr, Ordering::AcqRel, Ordering::Relaxed) {
-            Ok(_) => Ok(()),
-            // SAFETY: `ptr` came from `into_raw` just above and the place
-            // did not take it: this thread still owns the reference. (Lost
-            // to another thread of the spot, or to a close: queued then.)
-            Err(_) => Err(unsafe { EntryRef::from_raw(ptr) }),
+        for place in &self.spot(index).places {
+            // A plain load first: a taken place costs no locked instruction.
+            if place.load(Ordering::Relaxed).is_null()
+                && (place.compare_exchange(
+                    ptr::null_mut(),
+                    ptr,
+                    Ordering::AcqRel,
+                    Ordering::Relaxed,
+                ))
+                .is_ok()
+            {
+                return Ok(());
+            }
+            // Taken, or lost to another thread of the spot or to a close:
+            // the next place.
         }
+        // SAFETY: `ptr` came from `into_raw` above and no place took it:
+        // this thread still owns the reference.
+        Err(unsafe { EntryRef::from_raw(ptr) })
     }
 
     /// Takes `entry`'s message back if it is still parked in spot `index`;
@@ -157,7 +164,8 @@ impl Spots {
     #[inline]
     pub(crate) fn retract(&self, index: usize, entry: *mut Entry) -> bool {
         let places = &self.spot(index).places;
-        // Plain loads first: most cancels of a filed timer find it nowhere.
+        // Plain loads first: a locked instruction only on the place that
+        // holds it, if any (the spot was full, or the driver swept it).
         let Some(place) = places.iter().find(|p| p.load(Ordering::Relaxed) == entry) else {
             return false;
         };

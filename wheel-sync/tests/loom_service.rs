@@ -3,7 +3,8 @@
 //! thread): cancel vs fire, cancel while queued, the driver's sleep and a
 //! producer's wake-up, the
 //! `max_pending` counter, shutdown racing a schedule, parked timers
-//! sharing a spot, taken back by a cancel, swept by the driver,
+//! sharing a spot, a spot full and the next timer queued, taken back by a
+//! cancel, swept by the driver,
 //! abandoned at shutdown, detached callbacks (no entry: queued and filed
 //! by value) fired, or dropped unrun by a racing shutdown, a manual clock's `advance`,
 //! which returns only once what came due has fired, in deadline order, and its
@@ -302,8 +303,8 @@ fn shutdown_racing_schedule_loses_nothing() {
 fn timers_sharing_a_spot_are_all_accounted_for() {
     model(|| {
         // New timers park; with two spots under loom, the model's threads
-        // may share one, and then the second finds it taken and is queued
-        // while the driver may be sweeping the spot.
+        // may share one, and then race for its places while the driver may
+        // be sweeping them (a full spot is `a_full_spot_queues_...`).
         let timers = TimerService::new();
         let drops = Arc::new(AtomicUsize::new(0));
         let spawn_schedule = |timers: &TimerService| {
@@ -332,6 +333,36 @@ fn timers_sharing_a_spot_are_all_accounted_for() {
         wait_until(|| drops.load(Ordering::SeqCst) == 2);
         let stats = timers.stats();
         assert_eq!((stats.scheduled, stats.cancelled, stats.fired), (2, 1, 0));
+    });
+}
+
+/// A thread makes one timer more than its spot has places (two under
+/// loom): the last is queued beside the parked ones, unless the driver
+/// swept meanwhile. The one due now fires wherever it waited, a cancel
+/// takes a parked one back or kills its copy, and the shutdown abandons
+/// the rest: each accounted for once.
+#[test]
+fn a_full_spot_queues_the_next_timer_and_every_one_is_accounted_for() {
+    model(|| {
+        let timers = TimerService::new();
+        let fired = counter();
+        let count = || {
+            let fired = fired.clone();
+            move || {
+                fired.fetch_add(1, Ordering::SeqCst);
+            }
+        };
+        let first = timers.schedule(HOUR, count()).unwrap();
+        let _second = timers.schedule(HOUR, count()).unwrap();
+        let due = timers.schedule_at(past(), count()).unwrap();
+        wait_until(|| due.is_fired());
+        assert!(first.cancel());
+        let report = timers.shutdown().unwrap();
+        assert_eq!(report.unfired, 1, "the second is abandoned, not lost");
+        assert_eq!(fired.load(Ordering::SeqCst), 1);
+        let stats = timers.stats();
+        assert_eq!((stats.scheduled, stats.cancelled, stats.fired), (3, 1, 1));
+        assert_eq!(timers.pending(), 0);
     });
 }
 

@@ -1,6 +1,6 @@
 //! More tokio threads than the service has parking spots (64): a blocking
 //! pool of 150 threads, alive at once, so two or three threads share each
-//! spot, its parked timer and its counts. Timers parked, taken back, reset
+//! spot, its places for parked timers and its counts. Timers parked, taken back, reset
 //! and fired from threads that share a spot settle once each; service
 //! clones made, moved and dropped across them never end the service while
 //! one is left, and the last one does.
@@ -33,8 +33,8 @@ fn runtime() -> Runtime {
 
 /// Each thread, once all are up, makes sleeps and callbacks and settles
 /// them every way: waited on (never early), polled then dropped (a cancel
-/// that takes back the timer parked in the shared spot, or finds another
-/// thread's timer there), reset and waited on, and callbacks cancelled or
+/// that takes back the timer parked in the shared spot, beside other
+/// threads' timers there, or finds it swept), reset and waited on, and callbacks cancelled or
 /// left to run. Each callback runs or is cancelled, exactly once; nothing
 /// stays pending; the counts add up.
 #[test]
