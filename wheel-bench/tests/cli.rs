@@ -233,6 +233,33 @@ fn a_row_whose_timers_outlive_the_last_fire_is_charged_for_their_release() {
     );
 }
 
+#[test]
+fn quick_delay_on_smol_fires_every_timer() {
+    let out = wheel_bench(&[
+        "delay",
+        "--quick",
+        "--impls",
+        "wheel-async/smol,smol",
+        "--json",
+    ]);
+    let stdout = stdout_of_success(&out);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{stdout}");
+    for (line, imp) in lines.into_iter().zip(["wheel-async/smol", "smol"]) {
+        // A row is written only once its every timer has fired.
+        let (row, _) = parse_row(line);
+        assert_eq!(row["impl"], imp);
+        assert_eq!(row["timers"], 50_000, "{row}");
+        assert_eq!(row["early"], 0, "{row}");
+        let wall_ms = row["wall_ms"].as_f64().unwrap_or(0.0);
+        assert!(wall_ms >= 1000.0 - 1.0, "fired before its deadline: {row}");
+        assert!(row["cpu_s"].as_f64() <= row["cpu_released_s"].as_f64());
+        assert!(row["peak_rss_mib"].as_f64().unwrap_or(0.0) > 0.0, "{row}");
+        // Only the wheel-sync row has a service to ask.
+        assert_eq!(row["service_p50_ms"].is_null(), imp == "smol", "{row}");
+    }
+}
+
 /// `timeouts` of `wheel` and `heap` at one thread for 0.1 s, with `flags`:
 /// its output and its progress lines.
 fn timeouts_of_wheel_and_heap(flags: &[&str]) -> (String, String) {

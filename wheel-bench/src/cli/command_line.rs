@@ -229,10 +229,13 @@ every other way of holding wheel-sync, each a row (its shape after the /):
                           pending once, then ready
   wheel-async/clone-each  delay: a clone of the service moved into each task
   wheel-async/arc         delay: an Arc<TimerService> cloned into each task
+  wheel-async/smol        delay: clone-each's tasks on smol's multi-threaded executor
+                          (as many threads as tokio's runtime has workers)
   wheel-queue  one task draining a wheel-sync DelayQueue (timeouts: one queue per thread)
   tokio        tasks awaiting tokio::time::sleep (timeouts: a Sleep polled once, dropped)
   tokio-alt    the same on tokio's alternative timer (per-worker wheels); only by
                name, in a build with RUSTFLAGS=\"--cfg tokio_unstable\"
+  smol         delay: tasks awaiting smol::Timer on wheel-async/smol's executor
   delayqueue   one task draining a tokio_util DelayQueue (timeouts: one queue per thread)
   heap         a Mutex<BinaryHeap> + Condvar scheduler thread with lazy cancel
 

@@ -4,12 +4,13 @@
 //! Every implementation gets the same deadlines and an "at" API, so lateness
 //! is measured against the exact deadline the timer was given.
 
-use std::future::poll_fn;
+use std::future::{poll_fn, Future};
 use std::io;
 use std::time::Duration;
 
 use std::borrow::Borrow;
 use std::sync::Arc;
+use tokio::runtime::Runtime;
 use tokio_util::time::DelayQueue;
 
 use wheel_sync::TimerService;
@@ -25,6 +26,7 @@ use super::progress_bar;
 use super::RunError;
 use wheel_bench::peers::HeapScheduler;
 use wheel_bench::rng::SplitMix64;
+use wheel_bench::smol_executor::SmolExecutor;
 
 /// Room past the longest delay for slow implementations to finish.
 const SLACK: Duration = Duration::from_secs(60);
@@ -52,8 +54,10 @@ pub fn run(args: &DelayArgs, imp: Impl) -> Result<DelayOutcome, RunError> {
         Impl::WheelQueue => wheel_queue(args),
         Impl::WheelHandles => wheel_handles(args, true),
         Impl::WheelHandleDropped => wheel_handles(args, false),
-        Impl::WheelAsyncCloneEach => wheel_tasks_holding(args, false),
-        Impl::WheelAsyncArc => wheel_tasks_holding(args, true),
+        Impl::WheelAsyncCloneEach => wheel_tasks_holding(args, imp, Executor::tokio()?, false),
+        Impl::WheelAsyncArc => wheel_tasks_holding(args, imp, Executor::tokio()?, true),
+        Impl::WheelAsyncSmol => wheel_tasks_holding(args, imp, Executor::smol()?, false),
+        Impl::Smol => smol_tasks(args),
         Impl::None
         | Impl::NoneAsync
         | Impl::Executor2
@@ -85,21 +89,15 @@ fn wheel(args: &DelayArgs) -> Result<DelayOutcome, RunError> {
 fn wheel_tasks(args: &DelayArgs) -> Result<DelayOutcome, RunError> {
     // Started before the clock, as the tokio peer's runtime is built before it.
     TimerService::global();
-    let rt = tokio::runtime::Builder::new_multi_thread().build()?;
+    let executor = Executor::tokio()?;
     let mut run = Run::start(args, Impl::WheelAsync)?;
     let rec = run.rec;
-    let draws = run.draws();
     // The same task as the tokio peer's, with the global service in place of
     // the runtime's timer.
-    let spawner = rt.spawn(async move {
-        for d in draws {
-            tokio::spawn(async move {
-                wheel_sync::sleep_until(rec.at(d)).await;
-                rec.fire(d);
-            });
-        }
-    });
-    rt.block_on(spawner)?;
+    executor.spawn_each(run.draws(), move |d| async move {
+        wheel_sync::sleep_until(rec.at(d)).await;
+        rec.fire(d);
+    })?;
     run.scheduled();
     Ok(run.finish_with(Some(TimerService::global()))?)
 }
@@ -126,41 +124,35 @@ fn wheel_handles(args: &DelayArgs, keep: bool) -> Result<DelayOutcome, RunError>
     Ok(run.finish_releasing(Some(&service), move || drop(handles))?)
 }
 
-/// The tokio peer's tasks, each holding the service as a task would be
-/// handed it: `arc`, an `Arc<TimerService>` cloned into it; else a clone
-/// of the service itself moved into it.
-fn wheel_tasks_holding(args: &DelayArgs, arc: bool) -> Result<DelayOutcome, RunError> {
+/// The task peers' tasks (tokio's, smol's) on `executor`, each holding the
+/// service as a task would be handed it: `arc`, an `Arc<TimerService>`
+/// cloned into it; else a clone of the service itself moved into it.
+fn wheel_tasks_holding(
+    args: &DelayArgs,
+    imp: Impl,
+    executor: Executor,
+    arc: bool,
+) -> Result<DelayOutcome, RunError> {
     let service = Arc::new(service_for(args)?);
-    let rt = tokio::runtime::Builder::new_multi_thread().build()?;
-    let imp = if arc {
-        Impl::WheelAsyncArc
-    } else {
-        Impl::WheelAsyncCloneEach
-    };
     let mut run = Run::start(args, imp)?;
     let rec = run.rec;
     let draws = run.draws();
     let spawning = Arc::clone(&service);
-    let spawner = rt.spawn(async move {
-        for d in draws {
-            if arc {
-                sleeper(Arc::clone(&spawning), rec, d);
-            } else {
-                sleeper(TimerService::clone(&spawning), rec, d);
-            }
-        }
-    });
-    rt.block_on(spawner)?;
+    if arc {
+        executor.spawn_each(draws, move |d| sleeper(Arc::clone(&spawning), rec, d))?;
+    } else {
+        executor.spawn_each(draws, move |d| {
+            sleeper(TimerService::clone(&spawning), rec, d)
+        })?;
+    }
     run.scheduled();
     Ok(run.finish_with(Some(&service))?)
 }
 
-/// A task that holds `service` as it sleeps until draw `d`'s deadline.
-fn sleeper(service: impl Borrow<TimerService> + Send + 'static, rec: &'static Recorder, d: u64) {
-    tokio::spawn(async move {
-        service.borrow().sleep_until(rec.at(d)).await;
-        rec.fire(d);
-    });
+/// A task's body: hold `service` while sleeping until draw `d`'s deadline.
+async fn sleeper(service: impl Borrow<TimerService>, rec: &'static Recorder, d: u64) {
+    service.borrow().sleep_until(rec.at(d)).await;
+    rec.fire(d);
 }
 
 /// `delayqueue`'s shape on wheel-sync: one task owns every deadline, and
@@ -203,21 +195,84 @@ fn tokio_tasks(args: &DelayArgs, alt: bool) -> Result<DelayOutcome, RunError> {
     } else {
         (wheel_bench::tokio_runtime()?, Impl::Tokio)
     };
+    let executor = Executor::Tokio(rt);
     let mut run = Run::start(args, imp)?;
     let rec = run.rec;
-    let draws = run.draws();
-    // Spawned from a worker, as the seed's tasks spawn theirs.
-    let spawner = rt.spawn(async move {
-        for d in draws {
-            tokio::spawn(async move {
-                tokio::time::sleep_until(rec.at(d).into()).await;
-                rec.fire(d);
-            });
-        }
-    });
-    rt.block_on(spawner)?;
+    executor.spawn_each(run.draws(), move |d| async move {
+        tokio::time::sleep_until(rec.at(d).into()).await;
+        rec.fire(d);
+    })?;
     run.scheduled();
     Ok(run.finish()?)
+}
+
+/// The tokio peer on smol: smol tasks on smol's timer (async-io's).
+fn smol_tasks(args: &DelayArgs) -> Result<DelayOutcome, RunError> {
+    let executor = Executor::smol()?;
+    let mut run = Run::start(args, Impl::Smol)?;
+    let rec = run.rec;
+    executor.spawn_each(run.draws(), move |d| async move {
+        smol::Timer::at(rec.at(d)).await;
+        rec.fire(d);
+    })?;
+    run.scheduled();
+    Ok(run.finish()?)
+}
+
+/// The multi-threaded executor a task row runs its tasks on; each has
+/// [`wheel_bench::worker_threads`] workers, so the rows compare. Built
+/// before the clock starts, and dropped after the last fire.
+enum Executor {
+    Tokio(Runtime),
+    Smol(SmolExecutor),
+}
+
+impl Executor {
+    /// A tokio multi-thread runtime without tokio's timer, which the
+    /// wheel-sync rows do not use.
+    fn tokio() -> io::Result<Executor> {
+        Ok(Executor::Tokio(
+            tokio::runtime::Builder::new_multi_thread().build()?,
+        ))
+    }
+
+    /// smol's executor on its threads.
+    fn smol() -> io::Result<Executor> {
+        Ok(Executor::Smol(SmolExecutor::new()?))
+    }
+
+    /// Spawns the task `task(d)` for each draw `d`, and returns once all
+    /// are spawned. They are spawned from a task on a worker, as the
+    /// seed's tasks spawn theirs.
+    fn spawn_each<F>(
+        &self,
+        draws: Draws,
+        task: impl Fn(u64) -> F + Send + 'static,
+    ) -> Result<(), RunError>
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        match self {
+            Executor::Tokio(rt) => {
+                let spawner = rt.spawn(async move {
+                    for d in draws {
+                        tokio::spawn(task(d));
+                    }
+                });
+                rt.block_on(spawner)?;
+            }
+            Executor::Smol(smol) => {
+                let executor = Arc::clone(smol.executor());
+                let spawner = smol.executor().spawn(async move {
+                    for d in draws {
+                        executor.spawn(task(d)).detach();
+                    }
+                });
+                smol::block_on(spawner);
+            }
+        }
+        Ok(())
+    }
 }
 
 fn delay_queue(args: &DelayArgs) -> Result<DelayOutcome, RunError> {

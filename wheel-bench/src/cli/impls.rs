@@ -56,6 +56,12 @@ pub enum Impl {
     /// `delay`: each task awaits `sleep_until` through an
     /// `Arc<TimerService>` cloned into it.
     WheelAsyncArc,
+    /// `delay`: `WheelAsyncCloneEach`'s tasks on smol's multi-threaded
+    /// executor, as many threads as tokio's runtime has workers.
+    WheelAsyncSmol,
+    /// `delay`: tasks awaiting `smol::Timer` (async-io's timer) on the
+    /// executor of `WheelAsyncSmol`.
+    Smol,
     /// As `Tokio`, on a runtime with tokio's alternative timer (per-worker
     /// wheels); only in a build with `--cfg tokio_unstable`, so asked for
     /// by name, never run by default.
@@ -64,7 +70,7 @@ pub enum Impl {
 
 impl Impl {
     /// Every implementation, in the order the tables list them.
-    pub const ALL: [Impl; 20] = [
+    pub const ALL: [Impl; 22] = [
         Impl::None,
         Impl::NoneAsync,
         Impl::Executor2,
@@ -80,9 +86,11 @@ impl Impl {
         Impl::WheelTimeout,
         Impl::WheelAsyncCloneEach,
         Impl::WheelAsyncArc,
+        Impl::WheelAsyncSmol,
         Impl::WheelQueue,
         Impl::Tokio,
         Impl::TokioAlt,
+        Impl::Smol,
         Impl::DelayQueue,
         Impl::Heap,
     ];
@@ -92,7 +100,7 @@ impl Impl {
     pub const ON_REQUEST: [Impl; 1] = [Impl::TokioAlt];
 
     /// What `delay` accepts by name: its own, and those on request.
-    pub const DELAY_NAMED: [Impl; 11] = Impl::with_on_request(&Impl::DELAY);
+    pub const DELAY_NAMED: [Impl; 13] = Impl::with_on_request(&Impl::DELAY);
 
     /// What `timeouts` accepts by name: its own, and those on request.
     pub const TIMEOUTS_NAMED: [Impl; 12] = Impl::with_on_request(&Impl::TIMEOUTS);
@@ -115,15 +123,17 @@ impl Impl {
     }
 
     /// What `delay` compares: every way of holding wheel-sync, and the peers.
-    pub const DELAY: [Impl; 10] = [
+    pub const DELAY: [Impl; 12] = [
         Impl::Wheel,
         Impl::WheelHandles,
         Impl::WheelHandleDropped,
         Impl::WheelAsync,
         Impl::WheelAsyncCloneEach,
         Impl::WheelAsyncArc,
+        Impl::WheelAsyncSmol,
         Impl::WheelQueue,
         Impl::Tokio,
+        Impl::Smol,
         Impl::DelayQueue,
         Impl::Heap,
     ];
@@ -160,9 +170,11 @@ impl Impl {
             Impl::WheelHandleDropped => "handle-dropped",
             Impl::WheelTimeout => "timeout",
             Impl::WheelAsyncArc => "arc",
+            Impl::WheelAsyncSmol => "smol",
             Impl::WheelQueue => "queue",
             Impl::Tokio
             | Impl::TokioAlt
+            | Impl::Smol
             | Impl::DelayQueue
             | Impl::Heap
             | Impl::None
@@ -214,6 +226,8 @@ impl Impl {
             Impl::WheelTimeout => "wheel-async/timeout",
             Impl::WheelAsyncCloneEach => "wheel-async/clone-each",
             Impl::WheelAsyncArc => "wheel-async/arc",
+            Impl::WheelAsyncSmol => "wheel-async/smol",
+            Impl::Smol => "smol",
             Impl::TokioAlt => "tokio-alt",
         }
     }

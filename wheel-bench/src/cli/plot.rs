@@ -39,6 +39,9 @@ fn color(imp: Impl) -> RGBColor {
         Impl::WheelAsyncArc | Impl::WheelAsyncGlobal => RGBColor(0x8c, 0xe0, 0xe8),
         Impl::WheelTimeout => RGBColor(0x8c, 0x56, 0x4b),
         Impl::TokioAlt => RGBColor(0xe3, 0x77, 0xc2),
+        // smol's two rows in tokio's and wheel-async/clone-each's hues, darker.
+        Impl::Smol => RGBColor(0x8b, 0x1a, 0x1a),
+        Impl::WheelAsyncSmol => RGBColor(0x0a, 0x4f, 0x55),
     }
 }
 

@@ -65,6 +65,8 @@ pub fn run(args: &RedisArgs, imp: Impl) -> Result<RedisOutcome, RunError> {
         | Impl::WheelTimeout
         | Impl::WheelAsyncCloneEach
         | Impl::WheelAsyncArc
+        | Impl::WheelAsyncSmol
+        | Impl::Smol
         | Impl::TokioAlt => {
             return Err(RunError::NotIn {
                 imp,

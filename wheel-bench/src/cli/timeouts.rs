@@ -279,7 +279,9 @@ pub fn run(args: &TimeoutsArgs, imp: Impl) -> Result<TimeoutsOutcome, RunError> 
         | Impl::WheelHandles
         | Impl::WheelHandleDropped
         | Impl::WheelAsyncCloneEach
-        | Impl::WheelAsyncArc => Err(RunError::NotIn {
+        | Impl::WheelAsyncArc
+        | Impl::WheelAsyncSmol
+        | Impl::Smol => Err(RunError::NotIn {
             imp,
             experiment: "timeouts",
         }),

@@ -103,6 +103,13 @@ fn shapes_keep_those_ways_of_holding_wheel_sync_and_every_peer() {
     );
     let (_, plan) = run_of("delay --impls wheel,wheel/handles,tokio --shapes handles");
     assert_eq!(plan.impls, vec![Impl::WheelHandles, Impl::Tokio]);
+    // smol is a peer; wheel-sync on smol's executor is a shape.
+    let (_, plan) = run_of("delay --shapes smol");
+    let names: Vec<&str> = plan.impls.iter().map(|i| i.name()).collect();
+    assert_eq!(
+        names,
+        ["wheel-async/smol", "tokio", "smol", "delayqueue", "heap"]
+    );
     let (kind, message) = error_of("delay --shapes thread-clone");
     assert_eq!(kind, ErrorKind::ValueValidation);
     assert!(
