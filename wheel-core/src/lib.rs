@@ -126,7 +126,9 @@
 //! - A value whose `drop` panics, where a wheel drops values (`clear`, a
 //!   `drain` dropped early, dropping the wheel): the other values are
 //!   still dropped, a cleared or drained wheel is left empty, and the
-//!   panic then unwinds out of that call.
+//!   panic then unwinds out of that call. A second value whose drop
+//!   panics while the first panic unwinds aborts the process, as in a
+//!   `Vec`'s drain.
 //! - With debug assertions on, `debug_assert!`s guard internal invariants;
 //!   one that fires is a bug in this crate.
 //!

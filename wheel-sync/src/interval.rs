@@ -89,9 +89,9 @@ impl MissedTickBehavior {
 /// [`interval_at`]: crate::interval_at
 ///
 /// # Panics
-/// Waiting for a tick that was not yet due when the service shut down
-/// panics, as [`Sleep`] does; [`is_shut_down`](Self::is_shut_down) tells
-/// beforehand.
+/// Waiting for a tick the driver had not fired when the service shut down
+/// panics, as [`Sleep`] does (a tick due, but late, is abandoned like one
+/// not yet due); [`is_shut_down`](Self::is_shut_down) tells beforehand.
 ///
 /// # Examples
 /// A game loop's fixed update, three frames:

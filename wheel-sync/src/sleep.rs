@@ -31,9 +31,11 @@ use crate::sync::Arc;
 /// waiting on it is woken.
 ///
 /// # Panics
-/// Polling a `Sleep` whose deadline had not come when its service shut
-/// down panics (as tokio's does): it can neither complete honestly nor ever
-/// be woken. Check [`Sleep::is_shut_down`] first to avoid that.
+/// Polling a `Sleep` whose timer the driver had not fired when its service
+/// shut down panics (as tokio's does): it can neither complete honestly nor
+/// ever be woken. (One whose deadline had passed when it was made, reset
+/// or, on a manual clock, first polled completes instead: it has no
+/// timer.) Check [`Sleep::is_shut_down`] first to avoid that.
 ///
 /// # Examples
 /// ```
@@ -136,8 +138,17 @@ impl Sleep {
         match &self.entry {
             _ if self.passed => false,
             Some(entry) => entry.state() == ABANDONED,
-            None => self.lane.shared.is_stopping(),
+            // As its first poll will find: on a manual clock past the
+            // deadline, it completes (see `register`).
+            None => self.lane.shared.is_stopping() && !self.passed_on_manual_clock(),
         }
+    }
+
+    /// Whether a manual clock has reached the deadline: a sleep first
+    /// polled then completes at once, as tokio's does on its paused clock.
+    fn passed_on_manual_clock(&self) -> bool {
+        let clock = &self.lane.shared.clock;
+        clock.manual_ns().is_some() && self.deadline <= clock.now()
     }
 
     /// Moves the deadline, whether or not the sleep has completed, reusing
@@ -203,12 +214,11 @@ impl Sleep {
     /// again here: a request's one poll would pay for it.)
     #[cold]
     fn register(&mut self, waker: &Waker) -> Poll<Result<(), ShutDown>> {
-        let lane = &*self.lane;
-        let clock = &lane.shared.clock;
-        if clock.manual_ns().is_some() && self.deadline <= clock.now() {
+        if self.passed_on_manual_clock() {
             self.passed = true;
             return Poll::Ready(Ok(()));
         }
+        let lane = &*self.lane;
         let tick = lane.shared.clock.tick_for(self.deadline);
         let (entry, message) = EntryRef::new(tick, Wake::new(waker));
         let entry = self.entry.insert(entry);

@@ -448,3 +448,26 @@ fn a_sleep_first_polled_after_the_clock_passed_its_deadline_is_ready_at_once() {
         "only the sleep not yet due has a timer"
     );
 }
+
+/// A sleep never polled, whose deadline the manual clock passed before the
+/// service shut down, is not reported shut down: its first poll completes
+/// it, as `is_shut_down` must then say.
+#[test]
+fn a_sleep_the_clock_passed_before_a_shutdown_is_not_reported_shut_down() {
+    let timers = manual();
+    let mut passed = std::pin::pin!(timers.sleep(ms(10)));
+    let mut ahead = std::pin::pin!(timers.sleep(ms(11)));
+    timers.advance(ms(10)).unwrap();
+    timers.shutdown().unwrap();
+    assert!(!passed.is_shut_down(), "its first poll completes it");
+    assert!(ahead.is_shut_down());
+    let mut cx = Context::from_waker(Waker::noop());
+    assert!(passed.as_mut().poll(&mut cx).is_ready());
+    let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        ahead.as_mut().poll(&mut cx)
+    }));
+    assert!(
+        polled.is_err(),
+        "a deadline not reached before the shutdown panics"
+    );
+}

@@ -233,7 +233,8 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
     /// The wheel is empty afterwards, even if the iterator is dropped early;
     /// the clock does not move. If a value the dropped iterator had not
     /// yielded panics in its drop, the rest are still removed and dropped
-    /// and the wheel is empty; the panic then propagates.
+    /// and the wheel is empty; the panic then propagates (a second such
+    /// panic aborts, as in a `Vec`'s drain).
     ///
     /// # Examples
     /// ```
@@ -257,7 +258,7 @@ impl<T, S: Storage<T>, const SLOTS: usize, const LEVELS: usize> TimerWheel<T, S,
 
     /// Removes every pending timer, dropping the values. If a value's drop
     /// panics, the rest are still removed and dropped and the wheel is
-    /// empty; the panic then propagates.
+    /// empty; the panic then propagates (a second such panic aborts).
     ///
     /// # Examples
     /// ```
