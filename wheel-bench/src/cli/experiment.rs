@@ -21,9 +21,10 @@ pub const MAX_SECS: f64 = 3600.0;
 pub const MAX_MS: u64 = 3_600_000;
 /// Largest `--runs`.
 pub const MAX_RUNS: usize = 100;
-/// Largest `--in-flight`: a request lives that many operations of its
-/// thread, which must stay far inside its 1 s timeout so that none fires (a
-/// `DelayQueue` would hand a fired one back, and its `remove` then panics).
+/// Largest `--in-flight`. A request lives that many operations of its
+/// thread, which must stay well inside its 1 s timeout: a run whose
+/// requests outlive half of it fails (see `timeouts::in_flight`), as many
+/// threads on few cores can make them.
 pub const MAX_IN_FLIGHT: usize = 65_536;
 
 // Every thread at its most requests in flight must fit what `--timers`

@@ -302,6 +302,12 @@ fn polled_once<F: Future>(lane: &Lane<'_>, make: impl Fn() -> F) -> Result<u64, 
 /// once `k` are in flight, `finish`es the oldest, as the K = 1 loops do at
 /// once. Those still in flight at the stop are finished then, within the
 /// measured time (each op is one start and one finish) but not counted.
+///
+/// A request must end well inside its timeout, or the row would measure
+/// timeouts firing (and a `DelayQueue`'s `remove` of a fired key panics):
+/// one that lived more than half of it fails the run, asking for fewer
+/// requests in flight or fewer threads. Its age is read from the clock
+/// once every [`BATCH`] starts, not per request.
 fn in_flight<R>(
     lane: &Lane<'_>,
     k: usize,
@@ -310,16 +316,31 @@ fn in_flight<R>(
 ) -> Result<u64, RunError> {
     // Never grows: it holds k - 1 between operations, k at most.
     let mut requests = VecDeque::with_capacity(k);
+    let mut since = Instant::now();
+    let mut starts = 0u64;
     let ops = lane.count(|| {
-        requests.push_back(start()?);
+        starts += 1;
+        if starts % BATCH == 0 {
+            since = Instant::now();
+        }
+        requests.push_back((since, start()?));
         if requests.len() == k {
-            if let Some(oldest) = requests.pop_front() {
+            if let Some((started, oldest)) = requests.pop_front() {
+                if since.duration_since(started) > TIMEOUT / 2 {
+                    return Err(RunError::Io(std::io::Error::other(format!(
+                        "a request stayed in flight over {:?} of its {TIMEOUT:?} timeout: \
+                         lower --in-flight or --threads",
+                        TIMEOUT / 2
+                    ))));
+                }
                 finish(oldest)?;
             }
         }
         Ok(())
     })?;
-    requests.into_iter().try_for_each(finish)?;
+    requests
+        .into_iter()
+        .try_for_each(|(_, request)| finish(request))?;
     Ok(ops)
 }
 
@@ -470,5 +491,57 @@ impl Lane<'_> {
             self.published.store(ops, Ordering::Relaxed);
         }
         Ok(ops)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A request kept in flight past half its timeout fails the run rather
+    /// than let the row measure timeouts firing.
+    #[test]
+    fn a_request_in_flight_past_half_its_timeout_fails_the_run() {
+        let (stop, published) = (AtomicBool::new(false), AtomicU64::new(0));
+        let lane = Lane {
+            stop: &stop,
+            published: &published,
+        };
+        // 2 ms a start: the first request is 0.5 s old after 250 of them,
+        // the clock is read again at the 256th, and the 300th ends it. (A
+        // run without the check stops at the 512th, `Ok`.)
+        let mut starts = 0;
+        let slow = in_flight(
+            &lane,
+            300,
+            || {
+                thread::sleep(Duration::from_millis(2));
+                starts += 1;
+                stop.store(starts >= 2 * BATCH, Ordering::Relaxed);
+                Ok(())
+            },
+            |()| Ok(()),
+        );
+        stop.store(false, Ordering::Relaxed);
+        published.store(0, Ordering::Relaxed);
+        assert!(matches!(slow, Err(RunError::Io(_))), "{slow:?}");
+        let mut ended = 0;
+        let quick = in_flight(
+            &lane,
+            3,
+            || {
+                stop.store(
+                    published.load(Ordering::Relaxed) >= 2 * BATCH,
+                    Ordering::Relaxed,
+                );
+                Ok(())
+            },
+            |()| {
+                ended += 1;
+                Ok(())
+            },
+        );
+        let ops = quick.expect("requests ended at once are fine");
+        assert_eq!(ended, ops, "each request started is ended once");
     }
 }
