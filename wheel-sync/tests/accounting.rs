@@ -195,11 +195,15 @@ fn produce(round: &Round, seed: u64, ops: usize, shut: &AtomicBool) -> Tally {
                         settle_sleep(sleep, *passed, &mut tally);
                         *refused = true;
                     }
-                    let delay = delay(&mut rng);
+                    sleep.reset(Instant::now() + delay(&mut rng));
                     if !*quiet {
-                        *passed = delay.is_zero();
+                        // Passed as the sleep judged it, by its clock's
+                        // reading inside `reset`: a thread preempted after
+                        // its own `Instant::now()` finds a deadline of a
+                        // few microseconds passed too. (A timer fired since
+                        // reads as elapsed as well: `either` holds it.)
+                        *passed = sleep.is_elapsed();
                     }
-                    sleep.reset(Instant::now() + delay);
                     let poll = AssertUnwindSafe(|| std::pin::Pin::new(&mut *sleep).poll(&mut cx));
                     let _ = catch_unwind(poll);
                 }
@@ -290,7 +294,8 @@ fn run_round(seed: u64, producers: usize, ops: usize) -> (bool, bool) {
     assert!(
         (known_unfired..=known_unfired + either).contains(&unfired),
         "seed {seed}: the report's unfired {unfired} against what the handles say, \
-         {known_unfired} and up to {either} more; {:?}",
+         {known_unfired} and up to {either} more; the handles' scheduled {scheduled}, \
+         fired {fired}, cancelled {cancelled}; {:?}",
         round.timers.stats()
     );
     assert_eq!(
