@@ -1,7 +1,7 @@
 //! What happens when a timer leaves `PENDING`: the [`Action`] an entry
 //! carries after its header, and the two there are. A [`Callback`] runs
-//! (or is dropped) once; a [`Wake`] hands the waker of the task a `Sleep`
-//! was last polled in to the driver, and may fire again after a reset.
+//! (or is dropped) once; a [`Wake`] wakes the task a `Sleep` was last
+//! polled in, and may fire again after a reset.
 //!
 //! # Ground rules
 //!
@@ -19,27 +19,38 @@ use crate::caught::{drop_caught, drop_uncounted, run_caught};
 use crate::executor::Executor;
 use crate::sync::{Mutex, UnsafeCell};
 
-/// What the driver's firing of a timer hands its action.
-pub(crate) struct Firing<'a> {
-    /// Wakers of the sleeps fired this round, which the driver wakes together.
-    pub(crate) wakers: &'a mut Vec<Waker>,
-    /// Where callbacks run, if not on the driver (see `executor`).
-    pub(crate) executor: Option<&'a Executor>,
+/// What firing a timer's action leaves the driver to finish.
+#[must_use]
+pub(crate) enum Fired {
+    /// Done: `false` if user code panicked (caught).
+    Done(bool),
+    /// A task to wake once the driver has let go of the entry, so that the
+    /// woken task's drop of its `Sleep`, not the driver, frees it.
+    Wake(Waker),
+}
+
+impl Fired {
+    /// Wakes the task, if any; `false` if user code panicked (caught).
+    pub(crate) fn finish(self) -> bool {
+        match self {
+            Fired::Done(ok) => ok,
+            Fired::Wake(waker) => run_caught(|| waker.wake()),
+        }
+    }
 }
 
 /// What happens when a timer leaves `PENDING`. Each method runs user code
 /// (a callback, a waker, the drop of a closure's captures) and catches its
 /// panic: it returns `false` if there was one, for the caller to count.
 pub(crate) trait Action: Send + Sync + 'static {
-    /// Runs the callback (or hands it to the executor), or adds the task's
-    /// waker to `firing.wakers` for the driver to wake with the rest of its
-    /// round.
+    /// Runs the callback (or hands it to `executor`, where callbacks run if
+    /// not on the driver), or takes the task's waker for the driver to wake.
     ///
     /// # Safety
     /// Only the thread that won this arming's move out of `PENDING` (to
     /// `FIRED`) calls it, so calls for one arming never overlap and no two
     /// of `fire`, `cancel` and `abandon` are called for it.
-    unsafe fn fire(&self, firing: &mut Firing<'_>) -> bool;
+    unsafe fn fire(&self, executor: Option<&Executor>) -> Fired;
     /// The timer was cancelled: drops the closure and its captures on the
     /// cancelling thread (a task's waker stays: see [`Wake::release`]).
     ///
@@ -97,15 +108,15 @@ impl<F> Drop for Callback<F> {
 }
 
 impl<F: FnOnce() + Send + 'static> Action for Callback<F> {
-    unsafe fn fire(&self, firing: &mut Firing<'_>) -> bool {
+    unsafe fn fire(&self, executor: Option<&Executor>) -> Fired {
         // SAFETY: `Action::fire`'s contract is this one's.
         let Some(f) = (unsafe { self.take() }) else {
-            return true;
+            return Fired::Done(true);
         };
-        match firing.executor {
+        Fired::Done(match executor {
             Some(executor) => executor.hand(f),
             None => run_caught(f),
-        }
+        })
     }
 
     unsafe fn cancel(&self) -> bool {
@@ -177,10 +188,10 @@ impl Drop for Wake {
 }
 
 impl Action for Wake {
-    // Safe to call at any time: the waker sits behind a lock.
-    unsafe fn fire(&self, firing: &mut Firing<'_>) -> bool {
-        firing.wakers.extend(self.take());
-        true
+    // Safe to call at any time: the waker sits behind a lock, and is woken
+    // outside it.
+    unsafe fn fire(&self, _: Option<&Executor>) -> Fired {
+        self.take().map_or(Fired::Done(true), Fired::Wake)
     }
 
     unsafe fn cancel(&self) -> bool {

@@ -3,12 +3,11 @@
 //!
 //! A round: note the advances asked for; file at most a batch of queued
 //! messages, and the parked ones;
-//! fire what is due, at most a batch, in deadline order, then wake the
-//! fired sleeps' tasks; if a batch was full, go again; else cascade ahead
+//! fire what is due, at most a batch, in deadline order (callbacks run,
+//! sleeps' tasks woken); if a batch was full, go again; else cascade ahead
 //! while there is time, and sleep until the next expiration.
 
 use core::fmt;
-use core::task::Waker;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Instant;
 
@@ -49,8 +48,6 @@ pub(crate) struct Driver {
     /// Detached callbacks, by value, in a wheel for timers that are never
     /// cancelled (no ids, no links).
     jobs: BucketWheel<Job>,
-    /// Fired sleeps' wakers, woken once the round's firing is done.
-    wakers: Vec<Waker>,
     /// Due timers on their way out of the wheel: entry, deadline tick, and
     /// the state word as first read. Empty between rounds.
     batch: Vec<(EntryRef, u64, u64)>,
@@ -93,7 +90,6 @@ impl Driver {
             jobs,
             dead: 0,
             dead_seen: 0,
-            wakers: Vec::new(),
             batch: Vec::with_capacity(BATCH),
             executor,
             spot: 0,

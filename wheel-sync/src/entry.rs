@@ -31,7 +31,8 @@
 use core::marker::PhantomData;
 use core::ptr::NonNull;
 
-use crate::action::{Action, Firing, Wake};
+use crate::action::{Action, Fired, Wake};
+use crate::executor::Executor;
 use crate::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 pub(crate) const PENDING: u64 = 0;
@@ -52,7 +53,7 @@ pub(crate) const MAX_TICK: u64 = u64::MAX >> TICK_SHIFT;
 /// The operations on an entry whose action type has been erased: one table
 /// per action type, pointed at by every entry of that type.
 struct VTable {
-    fire: unsafe fn(NonNull<Entry>, &mut Firing<'_>) -> bool,
+    fire: unsafe fn(NonNull<Entry>, Option<&Executor>) -> Fired,
     cancel: unsafe fn(NonNull<Entry>) -> bool,
     abandon: unsafe fn(NonNull<Entry>) -> bool,
     free: unsafe fn(NonNull<Entry>),
@@ -94,10 +95,10 @@ impl<A: Action> Timer<A> {
 
     /// # Safety
     /// `entry` heads a live `Timer<A>`, and [`Action::fire`]'s contract holds.
-    unsafe fn fire(entry: NonNull<Entry>, firing: &mut Firing<'_>) -> bool {
+    unsafe fn fire(entry: NonNull<Entry>, executor: Option<&Executor>) -> Fired {
         // SAFETY: the caller promises a `Timer<A>` behind the pointer, and
         // the header is its first field (`repr(C)`); fire's contract is passed on.
-        unsafe { entry.cast::<Self>().as_ref().action.fire(firing) }
+        unsafe { entry.cast::<Self>().as_ref().action.fire(executor) }
     }
 
     /// # Safety
@@ -198,11 +199,11 @@ impl<A> EntryRef<A> {
     /// # Safety
     /// [`Action::fire`]'s contract: the caller won this arming's move to `FIRED`.
     #[inline]
-    pub(crate) unsafe fn fire(&self, firing: &mut Firing<'_>) -> bool {
+    pub(crate) unsafe fn fire(&self, executor: Option<&Executor>) -> Fired {
         // SAFETY: `vtable` is the table of the action this entry heads; the
         // pointer is the allocation's own, valid for all of it; the caller
         // keeps fire's contract.
-        unsafe { (self.vtable.fire)(self.ptr, firing) }
+        unsafe { (self.vtable.fire)(self.ptr, executor) }
     }
 
     /// Runs the action's [`Action::cancel`].

@@ -41,9 +41,9 @@
 //!   owns, however the service is held (by reference, a clone per task, the
 //!   global functions).
 //! - **The driver** files what was submitted into a cascading wheel,
-//!   fires what is due in deadline order (callbacks run, panics caught and
-//!   counted), then wakes the fired sleeps' tasks, and sleeps until the
-//!   next expiration. A producer wakes it when its timer is due before
+//!   fires what is due in deadline order (callbacks run, sleeps' tasks
+//!   woken, panics caught and counted), and sleeps until the next
+//!   expiration. A producer wakes it when its timer is due before
 //!   that (and once every few thousand queued timers, so that a burst is
 //!   filed as it comes), never for a cancel: a loop of schedule and cancel
 //!   costs the driver about one wake-up per nap.

@@ -63,7 +63,8 @@
 //!    driver sums each round. It drops the dead copies all at once when
 //!    they outnumber the live ones (by its count, which errs high). A round
 //!    files at most [`BATCH`] queued messages (and what the spots hold), fires at most `BATCH` due timers in
-//!    deadline order, and then wakes the fired sleeps' tasks. While timers
+//!    deadline order (a callback run, a sleep's task woken, each as it
+//!    fires). While timers
 //!    are pending it sleeps at most [`RECLAIM_EVERY`], so the dead copies
 //!    that cancels counted are looked at within that long without a
 //!    canceller waking anyone.

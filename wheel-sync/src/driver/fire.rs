@@ -4,46 +4,28 @@
 use std::time::Instant;
 
 use super::Driver;
-use crate::action::Firing;
-use crate::caught::run_caught;
 use crate::entry::{self, EntryRef, PENDING};
-use crate::lateness::Histogram;
 use crate::shared::{DriverStats, Message, BATCH};
 use crate::spot::Count;
 use crate::sync::atomic::Ordering;
 use crate::sync::Arc;
 
-/// What one round's firing did, for [`DriverStats`].
+/// What one round's firing did so far.
 #[derive(Default)]
 struct FireCount {
     /// Timers taken out of the wheels, whatever became of them.
     taken: usize,
-    fired: u64,
     panicked: u64,
-    late_sum_ns: u64,
-    late_max_ns: u64,
 }
 
-impl FireCount {
-    /// One timer fired `late_ns` past its deadline.
-    fn fired(&mut self, late_ns: u64, histogram: &Histogram) {
-        histogram.record(late_ns);
-        self.fired += 1;
-        self.late_sum_ns = self.late_sum_ns.saturating_add(late_ns);
-        self.late_max_ns = self.late_max_ns.max(late_ns);
-    }
-
-    fn record(&self, stats: &DriverStats) {
-        DriverStats::raise(&stats.max_fired, self.taken as u64);
-        if self.fired > 0 {
-            DriverStats::bump(&stats.fired, self.fired);
-            let sum = stats.lateness_sum_ns.load(Ordering::Relaxed);
-            stats
-                .lateness_sum_ns
-                .store(sum.saturating_add(self.late_sum_ns), Ordering::Relaxed);
-            DriverStats::raise(&stats.lateness_max_ns, self.late_max_ns);
-        }
-    }
+/// Counts one timer fired `late_ns` past its deadline in `stats`, before
+/// its action runs: a task it wakes sees its own fire there.
+fn count_fired(stats: &DriverStats, late_ns: u64) {
+    stats.lateness.record(late_ns);
+    DriverStats::bump(&stats.fired, 1);
+    let sum = stats.lateness_sum_ns.load(Ordering::Relaxed);
+    (stats.lateness_sum_ns).store(sum.saturating_add(late_ns), Ordering::Relaxed);
+    DriverStats::raise(&stats.lateness_max_ns, late_ns);
 }
 
 impl Driver {
@@ -126,9 +108,8 @@ impl Driver {
     }
 
     /// Fires the timers due at or before the tick of `started`, in deadline
-    /// order across both wheels, [`BATCH`] at most, then wakes the fired
-    /// sleeps' tasks; lateness is measured from `started`. Returns whether
-    /// it fired all that was due.
+    /// order across both wheels, [`BATCH`] at most; lateness is measured
+    /// from `started`. Returns whether it fired all that was due.
     ///
     /// Each step is one wheel's next expiration, so every timer a step takes
     /// out has the same deadline (all earlier ones came out in earlier
@@ -147,11 +128,7 @@ impl Driver {
             self.fire_entries(step, started, &mut count);
             self.fire_jobs(step, started, &mut count);
         };
-        // Counted before the wakes, so that a woken task sees its own fire.
-        count.record(&self.shared.stats);
-        for waker in self.wakers.drain(..) {
-            count.panicked += u64::from(!run_caught(|| waker.wake()));
-        }
+        DriverStats::raise(&self.shared.stats.max_fired, count.taken as u64);
         self.shared.count_panics(count.panicked);
         all_fired
     }
@@ -167,10 +144,6 @@ impl Driver {
     /// before it fires, so a callback earlier in the batch can cancel it.
     fn fire_entries(&mut self, tick: u64, started: Instant, count: &mut FireCount) {
         let shared = &*self.shared;
-        let mut firing = Firing {
-            wakers: &mut self.wakers,
-            executor: self.executor.as_ref(),
-        };
         let budget = BATCH - count.taken;
         let due = self.entries.advance(tick).take(budget);
         self.batch
@@ -193,12 +166,11 @@ impl Driver {
             }
             entry.set_filed(false);
             shared.release(self.spot, 1);
-            count.fired(
-                shared.clock.ns_past(started, deadline),
-                &shared.stats.lateness,
-            );
+            count_fired(&shared.stats, shared.clock.ns_past(started, deadline));
             // SAFETY: `try_fire` won this arming's move to `FIRED`.
-            count.panicked += u64::from(!unsafe { entry.fire(&mut firing) });
+            let fired = unsafe { entry.fire(self.executor.as_ref()) };
+            drop(entry);
+            count.panicked += u64::from(!fired.finish());
         }
     }
 
@@ -210,10 +182,7 @@ impl Driver {
         for (deadline, job) in self.jobs.advance(tick).take(budget) {
             count.taken += 1;
             shared.release(self.spot, 1);
-            count.fired(
-                shared.clock.ns_past(started, deadline),
-                &shared.stats.lateness,
-            );
+            count_fired(&shared.stats, shared.clock.ns_past(started, deadline));
             let ran = match &self.executor {
                 Some(executor) => executor.hand(move || job.call()),
                 None => job.run(),

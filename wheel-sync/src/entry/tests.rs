@@ -7,14 +7,6 @@ use std::sync::Arc as StdArc;
 /// Counts its drops.
 struct Guard(StdArc<AtomicUsize>);
 
-/// Firing on the driver, with no executor.
-fn firing(wakers: &mut Vec<Waker>) -> Firing<'_> {
-    Firing {
-        wakers,
-        executor: None,
-    }
-}
-
 impl Drop for Guard {
     fn drop(&mut self) {
         self.0.fetch_add(1, Ordering::Relaxed);
@@ -74,7 +66,7 @@ fn firing_runs_the_closure_once_and_drops_it_at_once() {
     let word = driver.word_relaxed();
     assert!(driver.try_fire(word, 7));
     // SAFETY: `try_fire` just won the move to `FIRED`.
-    assert!(unsafe { driver.fire(&mut firing(&mut Vec::new())) });
+    assert!(unsafe { driver.fire(None) }.finish());
     assert_eq!(ran.load(Ordering::Relaxed), 1);
     assert_eq!(dropped.load(Ordering::Relaxed), 1, "dropped after its run");
     assert!(!driver.try_fire(driver.word_relaxed(), 7), "fires once");
@@ -93,18 +85,16 @@ impl std::task::Wake for WakeCount {
 }
 
 #[test]
-fn firing_a_sleep_hands_its_latest_waker_to_the_driver_unwoken() {
+fn firing_a_sleep_wakes_its_latest_waker_once_the_driver_finishes() {
     let first = StdArc::new(WakeCount(AtomicUsize::new(0)));
     let latest = StdArc::new(WakeCount(AtomicUsize::new(0)));
     let (owner, driver) = EntryRef::new(7, Wake::new(&Waker::from(first.clone())));
     owner.action().register(&Waker::from(latest.clone()));
     assert!(driver.try_fire(driver.word_relaxed(), 7));
-    let mut wakers = Vec::new();
     // SAFETY: `try_fire` just won the move to `FIRED`.
-    assert!(unsafe { driver.fire(&mut firing(&mut wakers)) });
-    assert_eq!(latest.0.load(Ordering::Relaxed), 0, "the driver wakes it");
-    assert_eq!(wakers.len(), 1);
-    wakers.pop().unwrap().wake();
+    let fired = unsafe { driver.fire(None) };
+    assert_eq!(latest.0.load(Ordering::Relaxed), 0, "woken by finish");
+    assert!(fired.finish());
     assert_eq!(latest.0.load(Ordering::Relaxed), 1);
     assert_eq!(first.0.load(Ordering::Relaxed), 0);
 }
@@ -139,7 +129,7 @@ fn a_panicking_callback_reports_it_and_is_dropped() {
     drop(message);
     assert!(entry.try_fire(entry.word_relaxed(), 1));
     // SAFETY: `try_fire` just won the move to `FIRED`.
-    assert!(!unsafe { entry.fire(&mut firing(&mut Vec::new())) });
+    assert!(!unsafe { entry.fire(None) }.finish());
     assert_eq!(dropped.load(Ordering::Relaxed), 1);
 }
 
