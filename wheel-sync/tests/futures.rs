@@ -36,7 +36,7 @@ fn polled_once(
 #[test]
 fn sleeps_fired_in_one_round_are_all_woken_though_none_is_polled_again() {
     // One deadline, so one round fires them all, and the driver wakes
-    // each task itself after the firing: polled once each and never
+    // each task itself as it fires its timer: polled once each and never
     // again, no task is there to pass a wake on.
     let timers = TimerService::new();
     let deadline = Instant::now() + Duration::from_millis(20);

@@ -47,8 +47,8 @@ fn sleep_wake_is_not_lost() {
 
 #[test]
 fn sleeps_fired_together_all_complete() {
-    // Fired in one round or in two, each task is woken by the driver after
-    // the round's firing.
+    // Fired in one round or in two, each task is woken by the driver as it
+    // fires the task's timer.
     model(|| {
         let timers = TimerService::new();
         let other = {

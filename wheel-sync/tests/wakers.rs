@@ -4,14 +4,16 @@
 //! none of it stalls the driver or goes missing.
 #![cfg(not(loom))]
 
-use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use std::task::{Poll, Wake, Waker};
 
 use wheel_sync::{ShutdownError, Sleep, TimerHandle, TimerService};
 
 mod common;
-use common::{counting_waker, manual, ms, on_wake, poll_once, within_patience, HOUR};
+use common::{
+    assert_adds_up, counting_waker, manual, ms, on_wake, poll_once, within_patience, HOUR,
+};
 
 /// A waker woken by the driver schedules a callback, cancels another,
 /// moves a second sleep earlier and makes and polls a third: the `advance`
@@ -151,5 +153,102 @@ fn a_shutdown_asked_for_from_inside_a_wake_is_refused_and_the_service_runs_on() 
         timers.advance(ms(1)).unwrap();
         assert_eq!(wakes.count(), 1, "the driver stopped");
         assert!(timers.shutdown().is_ok());
+    });
+}
+
+/// A waker of [`a_waker_that_drops_and_moves_sleeps_due_later_in_its_own_batch`]:
+/// counts its wakes; the first of all to be woken drops every third of the
+/// other sleeps and moves every third 5 ms later.
+struct Acting {
+    index: usize,
+    woken: AtomicUsize,
+    sleeps: Arc<Mutex<Vec<Option<Sleep>>>>,
+    first: Arc<Mutex<Option<usize>>>,
+}
+
+impl Wake for Acting {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.woken.fetch_add(1, SeqCst);
+        let mut first = self.first.lock().unwrap();
+        if first.is_some() {
+            return;
+        }
+        *first = Some(self.index);
+        drop(first);
+        let mut sleeps = self.sleeps.lock().unwrap();
+        for (j, slot) in sleeps.iter_mut().enumerate() {
+            match j % 3 {
+                _ if j == self.index => {}
+                0 => drop(slot.take()),
+                1 => {
+                    let sleep = slot.as_mut().unwrap();
+                    let later = sleep.deadline() + ms(5);
+                    sleep.reset(later);
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Sleeps due at one tick fire in one batch. The first task woken drops a
+/// third of the others and moves a third later, from inside its wake on
+/// the driver's thread, while their copies wait further on in the same
+/// batch: the driver wakes each task as it fires its timer, so none of
+/// those has fired yet. Each dropped one is cancelled, each moved one fires
+/// at its new deadline, the rest in this batch, and the account adds up.
+#[test]
+fn a_waker_that_drops_and_moves_sleeps_due_later_in_its_own_batch() {
+    within_patience(|| {
+        const N: usize = 30;
+        let timers = manual();
+        let sleeps: Arc<Mutex<Vec<Option<Sleep>>>> = Arc::new(Mutex::new(
+            (0..N).map(|_| Some(timers.sleep(ms(1)))).collect(),
+        ));
+        let first = Arc::default();
+        let wakers: Vec<Arc<Acting>> = (0..N)
+            .map(|index| {
+                Arc::new(Acting {
+                    index,
+                    woken: AtomicUsize::new(0),
+                    sleeps: sleeps.clone(),
+                    first: Arc::clone(&first),
+                })
+            })
+            .collect();
+        for (slot, acting) in sleeps.lock().unwrap().iter_mut().zip(&wakers) {
+            let waker = Waker::from(acting.clone());
+            assert!(poll_once(slot.as_mut().unwrap(), &waker).is_pending());
+        }
+        timers.advance(ms(1)).unwrap();
+        let f = first.lock().unwrap().expect("a task was woken");
+        let class = |j: usize| if j == f { 2 } else { j % 3 };
+        let woken = |j: usize| wakers[j].woken.load(SeqCst);
+        let of = |c| (0..N).filter(|&j| class(j) == c).count() as u64;
+        for j in 0..N {
+            assert_eq!(woken(j), usize::from(class(j) == 2), "sleep {j}, first {f}");
+        }
+        let stats = timers.stats();
+        assert_eq!(
+            (stats.fired, stats.cancelled, stats.pending as u64),
+            (of(2), of(0), of(1)),
+            "first {f}: {stats:?}"
+        );
+        timers.advance(ms(5)).unwrap();
+        for j in 0..N {
+            assert_eq!(woken(j), usize::from(class(j) != 0), "sleep {j}, first {f}");
+        }
+        let stats = timers.stats();
+        assert_eq!(
+            (stats.fired, stats.pending, stats.panicked),
+            (of(2) + of(1), 0, 0)
+        );
+        assert_adds_up(&stats, "after the moved sleeps fired");
+        // The sleeps hold the wakers that hold the sleeps: let them go.
+        sleeps.lock().unwrap().clear();
     });
 }
