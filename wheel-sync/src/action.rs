@@ -24,8 +24,10 @@ use crate::sync::{Mutex, UnsafeCell};
 pub(crate) enum Fired {
     /// Done: `false` if user code panicked (caught).
     Done(bool),
-    /// A task to wake once the driver has let go of the entry, so that the
-    /// woken task's drop of its `Sleep`, not the driver, frees it.
+    /// A task to wake once the driver has let go of its reference to the
+    /// entry, so that, as a rule, the woken task's drop of its `Sleep`
+    /// frees it, on the thread that made it (not if the driver holds a
+    /// second copy, from a move away and back).
     Wake(Waker),
 }
 
@@ -144,17 +146,18 @@ impl Wake {
     }
 
     /// Stores `waker` unless the stored one already wakes the same task.
-    /// The clone and the drop of the one it replaces, user code, run
-    /// outside the lock (the driver takes it to fire or abandon). `false`
-    /// if that drop panicked (caught), for the caller to count.
-    pub(crate) fn register(&self, waker: &Waker) -> bool {
+    /// Called by the `Sleep`'s owner only, on its own thread. The clone and
+    /// the drop of the one it replaces, user code, run outside the lock
+    /// (the driver takes it to fire or abandon), uncaught: as in any
+    /// future, a panic there is the poll's, after the new waker is stored.
+    pub(crate) fn register(&self, waker: &Waker) {
         let same = |stored: &Option<Waker>| stored.as_ref().is_some_and(|old| old.will_wake(waker));
         if same(&self.lock()) {
-            return true;
+            return;
         }
         let new = waker.clone();
         let old = self.lock().replace(new);
-        old.is_none_or(drop_caught)
+        drop(old);
     }
 
     fn lock(&self) -> crate::sync::MutexGuard<'_, Option<Waker>> {
@@ -165,25 +168,27 @@ impl Wake {
         self.lock().take()
     }
 
-    /// Drops the stored waker now, as its `Sleep` is dropped while the
-    /// entry is still held elsewhere (a copy in the driver's wheel, a
-    /// message): the waker holds its task's memory. Its drop, user code,
-    /// runs outside the lock, its panic caught for the caller to count.
+    /// Drops the stored waker now, on the owner's thread, as its `Sleep` is
+    /// dropped while the entry is still held elsewhere (a copy in the
+    /// driver's wheel, a message): so the driver never drops a waker when
+    /// it lets go of the entry. Its drop, user code, runs outside the lock,
+    /// uncaught, as in `register`.
     pub(crate) fn release(&self) {
-        if let Some(waker) = self.take() {
-            drop_uncounted(waker);
-        }
+        drop(self.take());
     }
 }
 
 impl Drop for Wake {
     fn drop(&mut self) {
-        // A waker's drop is user code; the last reference may be the
-        // driver's. `&mut self`: no lock to take.
+        // A waker still here is dropped by its `Sleep`'s own drop, on the
+        // owner's thread: only the owner stores one, and an owner that
+        // lets go while another holds the entry takes it out first
+        // (`release`); the driver takes it to fire or abandon. Uncaught,
+        // as in `register`: and on the driver's thread (a `Sleep` dropped
+        // by a callback or a waker) inside the catch of that user code.
+        // `&mut self`: no lock to take.
         let stored = self.0.get_mut().unwrap_or_else(|e| e.into_inner());
-        if let Some(waker) = stored.take() {
-            drop_uncounted(waker);
-        }
+        drop(stored.take());
     }
 }
 

@@ -10,7 +10,7 @@
 //! A `Drop` impl that drops user code has nobody to return a count to: it
 //! leaves its caught panics in a count of the thread's, which the thread's
 //! next call of [`take_uncounted`] adds to the service's statistics (the
-//! driver before each sleep, a `Sleep` right after its entry goes).
+//! driver's, each round).
 
 use core::any::Any;
 use core::cell::Cell;

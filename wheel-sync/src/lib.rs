@@ -154,11 +154,15 @@
 //! # User code and the driver
 //!
 //! Nothing a user hands in can stop the driver: a panic in a callback, in
-//! a waker, or in the drop of a closure's captures (on fire, cancel and
-//! shutdown) or of a waker is caught and counted in [`Stats::panicked`],
-//! and everything else still fires. No user code runs inside other user
-//! code: the driver runs callbacks and wakes wakers one after another,
-//! holding no lock, and polling, resetting or dropping a `Sleep` never
+//! a waker's wake, or in the drop of a closure's captures (on fire, cancel
+//! and shutdown) is caught and counted in [`Stats::panicked`], and
+//! everything else still fires. A `Sleep`'s waker is cloned and dropped
+//! only by the `Sleep` itself, on the thread that polls or drops it, never
+//! by the driver: a panic there unwinds into that poll or drop, as in any
+//! future (tokio's `Sleep` included). No user code runs inside other user
+//! code: the driver runs callbacks and wakes wakers one after another, as
+//! it fires their timers in deadline order, holding no lock (so a wake
+//! that blocks holds up the timers after it, as a callback does), and polling, resetting or dropping a `Sleep` never
 //! runs a waker (a reset to a deadline already passed has the driver wake
 //! the task waiting on the sleep). A cancelled callback's closure is dropped by the thread that
 //! cancels it, at once. Callbacks run on the driver thread, so they must

@@ -8,7 +8,6 @@ use core::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use crate::action::Wake;
-use crate::caught::take_uncounted;
 use crate::entry::{EntryRef, ABANDONED, FIRED, PENDING};
 use crate::lane::Lane;
 use crate::shared::Message;
@@ -261,15 +260,12 @@ impl Sleep {
         poll_state(entry.state())
     }
 
-    /// Stores `waker` for a pending timer polled again, counting a panic of
-    /// the replaced waker's drop in this service. Out of line: a first poll
-    /// (`register`) or a completed one never comes here, and the request
-    /// paths ran measurably slower with it inlined.
+    /// Stores `waker` for a pending timer polled again. Out of line: a
+    /// first poll (`register`) or a completed one never comes here, and
+    /// the request paths ran measurably slower with it inlined.
     #[inline(never)]
     fn register_again(&self, entry: &EntryRef<Wake>, waker: &Waker) {
-        if !entry.action().register(waker) {
-            self.lane.shared.count_panics(1);
-        }
+        entry.action().register(waker);
     }
 }
 
@@ -366,15 +362,16 @@ impl Drop for Sleep {
         };
         let lane = &*self.lane;
         lane.shared.cancel(lane.spot, &entry);
-        // A copy in the driver's wheel, or a message, may hold the entry a
-        // while yet: the waker, which holds its task's memory, goes now.
+        // The waker goes now, here, whoever holds the entry: it holds its
+        // task's memory, and its drop is user code, which unwinds into
+        // this drop's caller (the timer is counted out already), never
+        // into the driver. A copy in the driver's wheel, or a message, may
+        // hold the entry a while yet: then it is taken out first. If not,
+        // none can be made, and this is the entry's last reference.
         if entry.is_shared() {
             entry.action().release();
         }
         drop(entry);
-        // If that was the last reference, its waker went with it: a panic
-        // of the waker's drop was caught there and is counted here.
-        lane.shared.count_panics(take_uncounted());
     }
 }
 

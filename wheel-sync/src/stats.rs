@@ -30,8 +30,9 @@ pub struct ShutdownReport {
     pub unrun: usize,
 }
 
-/// Counters, as of the driver's last round (except `pending`, which is
-/// exact).
+/// Counters, as of the driver's last fire (except `pending`, which is
+/// exact): a fire is counted before its callback runs or its task is
+/// woken.
 ///
 /// # Examples
 /// ```
@@ -59,8 +60,9 @@ pub struct Stats {
     /// Panics of user code, caught and counted, after which the driver (or
     /// the thread that ran it) carried on: callbacks, wakers woken, the
     /// drops of closures and what they capture (on fire, cancel and
-    /// shutdown), of wakers (wherever a sleep's timer is freed), and the
-    /// callback executor itself.
+    /// shutdown), and the callback executor itself. A `Sleep`'s waker is
+    /// cloned and dropped only on its owner's thread, in its poll or drop,
+    /// where a panic unwinds into the caller as in any future: not counted.
     pub panicked: u64,
     /// Live timers now.
     pub pending: usize,

@@ -1,11 +1,14 @@
 //! User code never stops the driver: a panic from a callback, a waker, or
-//! the drop of anything a user handed in (a closure's captures, a waker) is
-//! caught and counted in `Stats::panicked`, on fire, cancel and shutdown,
-//! and every later timer still fires; and a drop that blocks holds up only
+//! the drop of anything a user handed in (a closure's captures, a waker) on
+//! the driver's side is caught and counted in `Stats::panicked`, on fire,
+//! cancel and shutdown, and every later timer still fires; a `Sleep`'s
+//! waker is dropped on its owner's thread, where its panic unwinds as in
+//! any future; and a drop that blocks holds up only
 //! the thread that drops it (or a shutdown, which waits for it).
 #![cfg(not(loom))]
 
 use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::{mpsc, Arc};
 use std::task::{Context, RawWaker, RawWakerVTable, Waker};
@@ -104,69 +107,68 @@ fn bomb_waker(live: &'static AtomicUsize) -> Waker {
     unsafe { Waker::from_raw(RawWaker::new(core::ptr::from_ref(live).cast(), &VTABLE)) }
 }
 
-/// A sleep polled again with another waker drops the one it held: that
-/// drop's panic is caught and counted at once, in the sleep's own service,
-/// not left for whichever sleep the thread drops next.
+/// A sleep polled again with another waker drops the one it held, on the
+/// polling thread: that drop's panic is the poll's, as in any future (and
+/// as in tokio's `Sleep`); the new waker is stored, and nothing is lost.
 #[test]
-fn a_replaced_waker_whose_drop_panics_is_counted_at_once_in_its_own_service() {
-    static LIVE: AtomicUsize = AtomicUsize::new(0);
-    let (mine, other) = (TimerService::new(), TimerService::new());
-    let bomb = std::mem::ManuallyDrop::new(bomb_waker(&LIVE));
-    let mut sleep = Box::pin(mine.sleep(HOUR));
-    assert!(poll_once(&mut sleep, &bomb).is_pending());
-    assert!(poll_once(&mut sleep, Waker::noop()).is_pending());
-    assert_eq!(mine.stats().panicked, 1, "not counted at the poll");
-    let mut elsewhere = Box::pin(other.sleep(HOUR));
-    assert!(poll_once(&mut elsewhere, Waker::noop()).is_pending());
-    drop(elsewhere);
-    assert_eq!(other.stats().panicked, 0, "counted in another service");
-    drop(sleep);
-    assert_eq!(mine.stats().panicked, 1);
-}
-
-#[test]
-fn a_dropped_sleep_whose_waker_panics_on_drop_does_not_stop_the_driver() {
+fn a_replaced_waker_whose_drop_panics_unwinds_into_the_poll() {
     static LIVE: AtomicUsize = AtomicUsize::new(0);
     let timers = TimerService::new();
-    let waker = std::mem::ManuallyDrop::new(bomb_waker(&LIVE));
-    for delay in [Duration::from_millis(1), HOUR] {
-        let mut sleep = Box::pin(timers.sleep(delay));
-        assert!(sleep
-            .as_mut()
-            .poll(&mut Context::from_waker(&waker))
-            .is_pending());
-        drop(sleep); // its stored clone goes with its entry, caught
-    }
+    let bomb = std::mem::ManuallyDrop::new(bomb_waker(&LIVE));
+    let mut sleep = Box::pin(timers.sleep(HOUR));
+    assert!(poll_once(&mut sleep, &bomb).is_pending());
+    assert_eq!(LIVE.load(SeqCst), 2, "the sleep holds a clone");
+    let poll = catch_unwind(AssertUnwindSafe(|| poll_once(&mut sleep, Waker::noop())));
+    assert!(poll.is_err(), "the replaced waker's panic is the poll's");
+    assert_eq!(LIVE.load(SeqCst), 1);
+    assert_eq!(timers.stats().panicked, 0, "not the driver's");
+    assert!(poll_once(&mut sleep, Waker::noop()).is_pending());
+    drop(sleep);
+    assert_eq!(timers.pending(), 0);
     assert_driver_alive(&timers);
-    // The clones' drops, on this thread or the driver's, were caught.
-    assert!(wait_until(PATIENCE, || LIVE.load(SeqCst) == 1));
 }
 
+/// A sleep dropped drops its waker on the dropping thread, whoever else
+/// holds its entry: its parked message taken back (the entry is the
+/// sleep's alone), or its message queued or its copy filed (the driver
+/// holds the entry). A panic of that drop unwinds into the dropping
+/// thread after the timer is counted out, never into the driver.
 #[test]
-fn a_panicking_waker_drop_is_counted_whichever_thread_frees_the_sleep() {
+fn a_dropped_sleeps_waker_that_panics_on_drop_unwinds_into_the_dropper_never_the_driver() {
     static LIVE: AtomicUsize = AtomicUsize::new(0);
-    // A manual clock: nothing comes due, so each sleep's stored waker is
-    // dropped with its entry, by this thread (a parked sleep taken back)
-    // or by the driver (a queued or filed one), and never woken.
+    // A manual clock: nothing comes due, so no waker is woken or taken.
     let timers = TimerService::builder().manual_clock().build().unwrap();
     let waker = std::mem::ManuallyDrop::new(bomb_waker(&LIVE));
-    for delay in [
-        Duration::from_millis(1),
-        HOUR,
-        Duration::from_millis(1),
-        HOUR,
-    ] {
-        let mut sleep = Box::pin(timers.sleep(delay));
-        assert!(sleep
-            .as_mut()
-            .poll(&mut Context::from_waker(&waker))
-            .is_pending());
-        drop(sleep);
+    let mut parked = Vec::new();
+    for round in 0..4 {
+        // The first sleep of a round parks; the rest of the spot's places
+        // fill, and the later ones are queued, where the driver files them.
+        let sleeps: Vec<_> = (0..12)
+            .map(|_| {
+                let mut sleep = Box::pin(timers.sleep(HOUR));
+                assert!(sleep
+                    .as_mut()
+                    .poll(&mut Context::from_waker(&waker))
+                    .is_pending());
+                sleep
+            })
+            .collect();
+        if round % 2 == 1 {
+            // The driver has filed what was queued: its copies hold those
+            // entries.
+            timers.advance(Duration::ZERO).unwrap();
+        }
+        for sleep in sleeps {
+            let dropped = catch_unwind(AssertUnwindSafe(move || drop(sleep)));
+            parked.push(dropped.is_err());
+        }
     }
-    assert!(wait_until(PATIENCE, || LIVE.load(SeqCst) == 1));
-    let counted = wait_until(PATIENCE, || timers.stats().panicked == 4);
-    assert!(counted, "{:?}", timers.stats());
-    // The driver lives on: a timer made due fires.
+    assert!(parked.iter().all(|&panicked| panicked), "{parked:?}");
+    assert_eq!(LIVE.load(SeqCst), 1, "every clone dropped once");
+    assert_eq!(timers.pending(), 0);
+    assert_eq!(timers.stats().cancelled, 48);
+    assert_eq!(timers.stats().panicked, 0, "none reached the driver");
+    // The driver lives on, and dropping the filed copies dropped no waker.
     let ran = Arc::new(AtomicUsize::new(0));
     let count = ran.clone();
     timers
@@ -176,6 +178,9 @@ fn a_panicking_waker_drop_is_counted_whichever_thread_frees_the_sleep() {
         .unwrap();
     timers.advance(Duration::from_millis(1)).unwrap();
     assert!(wait_until(PATIENCE, || ran.load(SeqCst) == 1));
+    assert_eq!(timers.stats().panicked, 0);
+    let report = timers.shutdown().unwrap();
+    assert_eq!(report.unfired, 0);
 }
 
 #[test]
