@@ -5,9 +5,12 @@
 //!
 //! # Ground rules
 //!
-//! - Each method runs user code (a closure, a waker, the drop of what they
-//!   captured) and catches its panic: it returns `false` if there was one,
-//!   for the caller to count. User code never unwinds into the driver.
+//! - Each [`Action`] method runs user code (a closure, a waker, the drop of
+//!   what they captured) and catches its panic: it returns `false` if there
+//!   was one, for the caller to count. User code never unwinds into the
+//!   driver. The one exception is a `Sleep`'s waker in [`Wake::register`],
+//!   [`Wake::release`] and `Wake`'s drop, which only the `Sleep`'s owner
+//!   calls, on its thread: there a panic is the owner's, as in any future.
 //! - Only the thread that won an arming's move out of `PENDING` calls the
 //!   method for that move (see `entry`), so a callback's cell is taken at
 //!   most once and needs no lock; a sleep's waker sits behind one, since
@@ -200,10 +203,10 @@ impl Action for Wake {
     }
 
     unsafe fn cancel(&self) -> bool {
-        // The waker stays until the entry is freed, where `Drop` catches a
-        // drop that panics: taking it here would cost every cancelled
-        // sleep a lock. A `Sleep` dropped while its entry is held elsewhere
-        // releases it (`release`).
+        // The waker stays for the `Sleep`'s drop, which follows: taking it
+        // here would cost every cancelled sleep a lock, and the drop takes
+        // it out only if another holds the entry (`release`), else drops
+        // it with the entry.
         true
     }
 

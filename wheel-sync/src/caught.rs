@@ -10,7 +10,7 @@
 //! A `Drop` impl that drops user code has nobody to return a count to: it
 //! leaves its caught panics in a count of the thread's, which the thread's
 //! next call of [`take_uncounted`] adds to the service's statistics (the
-//! driver's, each round).
+//! driver before each sleep, a callback executor's thread after a drop).
 
 use core::any::Any;
 use core::cell::Cell;

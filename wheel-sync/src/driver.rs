@@ -193,8 +193,8 @@ impl Driver {
     /// any place claimed meanwhile will wake it: with places claimed but
     /// no `ANY` in its word, it goes back to a round, which asks for it.
     fn sleep(&mut self, busy: bool) -> bool {
-        // What the rounds since the last sleep freed may have held a waker
-        // whose drop panicked (see `caught`).
+        // What the rounds since the last sleep freed may have held a
+        // closure whose drop panicked (see `caught`).
         self.shared.count_panics(take_uncounted());
         let clock = &self.shared.clock;
         let manual = clock.manual_ns().is_some();

@@ -30,7 +30,8 @@ pub(crate) struct Executor {
 /// executor may outlive it.
 #[derive(Default)]
 pub(crate) struct Counts {
-    /// Panics of user code: callbacks, wakers, drops, the executor itself.
+    /// Panics of user code caught: callbacks, wakes, closures' drops, the
+    /// executor itself.
     pub(crate) panicked: AtomicU64,
     /// Callbacks the executor dropped without running.
     pub(crate) unrun: AtomicU64,

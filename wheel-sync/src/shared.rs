@@ -10,8 +10,10 @@
 //!    consequence (run or drop the callback, take or drop the waker) and
 //!    counts the timer out. Only a `Sleep`'s owner moves its
 //!    timer back to `PENDING`; `ABANDONED` is final. (A `Sleep` dropped
-//!    takes its waker too, from whatever state, under the entry's lock:
-//!    a timer whose owner is gone needs no wake.)
+//!    drops its waker too, from whatever state, on its own thread: taken
+//!    out under the entry's lock if another holds the entry, else with
+//!    the entry's last reference. A timer whose owner is gone needs no
+//!    wake, and the driver never drops a sleep's waker.)
 //!
 //!    A timer is counted in before its message is sent, so it is never
 //!    counted out first. Without a `max_pending` limit, each thread counts
@@ -69,8 +71,11 @@
 //!    that cancels counted are looked at within that long without a
 //!    canceller waking anyone.
 //! 5. **User code** (callbacks, wakers, the drops of closures and wakers)
-//!    runs outside every lock, never inside other user code, and its panics
-//!    are caught and counted in one place ([`Shared::count_panics`]).
+//!    runs outside every lock, never inside other user code. What the
+//!    service runs (callbacks, wakes, the drops of closures) is caught and
+//!    its panics counted in one place ([`Shared::count_panics`]); a
+//!    `Sleep`'s waker is cloned and dropped only by the `Sleep`, on its
+//!    owner's thread, uncaught, as in any future.
 //! 6. **A manual clock's `advance`** bumps `advances`, fences, and wakes
 //!    the driver; the driver reads `advances`, then the clock, before it
 //!    files, and stores `advances` in `served` after a round that filed

@@ -130,19 +130,28 @@ fn a_replaced_waker_whose_drop_panics_unwinds_into_the_poll() {
 
 /// A sleep dropped drops its waker on the dropping thread, whoever else
 /// holds its entry: its parked message taken back (the entry is the
-/// sleep's alone), or its message queued or its copy filed (the driver
-/// holds the entry). A panic of that drop unwinds into the dropping
-/// thread after the timer is counted out, never into the driver.
+/// sleep's alone), its message queued (the queue holds the entry), or its
+/// copy filed (the driver does). A panic of that drop unwinds into the
+/// dropping thread after the timer is counted out, never into the driver.
 #[test]
 fn a_dropped_sleeps_waker_that_panics_on_drop_unwinds_into_the_dropper_never_the_driver() {
     static LIVE: AtomicUsize = AtomicUsize::new(0);
-    // A manual clock: nothing comes due, so no waker is woken or taken.
+    // A manual clock: nothing comes due unless advanced to it, so no
+    // waker is woken or taken.
     let timers = TimerService::builder().manual_clock().build().unwrap();
+    // The driver sleeps until this callback's tick: a sleep of an hour
+    // parks or queues without waking it, so its message stays where it is
+    // until the drop (short of the driver's own nap to reclaim dead
+    // copies, 100 ms, far longer than a round of this loop).
+    let (tx, rx) = mpsc::channel();
+    timers
+        .schedule(Duration::from_millis(1), move || tx.send(()).unwrap())
+        .unwrap();
+    timers.advance(Duration::ZERO).unwrap();
     let waker = std::mem::ManuallyDrop::new(bomb_waker(&LIVE));
-    let mut parked = Vec::new();
+    let mut unwound = Vec::new();
     for round in 0..4 {
-        // The first sleep of a round parks; the rest of the spot's places
-        // fill, and the later ones are queued, where the driver files them.
+        // The spot's eight places fill, and the rest are queued.
         let sleeps: Vec<_> = (0..12)
             .map(|_| {
                 let mut sleep = Box::pin(timers.sleep(HOUR));
@@ -154,33 +163,73 @@ fn a_dropped_sleeps_waker_that_panics_on_drop_unwinds_into_the_dropper_never_the
             })
             .collect();
         if round % 2 == 1 {
-            // The driver has filed what was queued: its copies hold those
-            // entries.
+            // The driver files them all: its copies hold the entries.
             timers.advance(Duration::ZERO).unwrap();
         }
         for sleep in sleeps {
             let dropped = catch_unwind(AssertUnwindSafe(move || drop(sleep)));
-            parked.push(dropped.is_err());
+            unwound.push(dropped.is_err());
         }
     }
-    assert!(parked.iter().all(|&panicked| panicked), "{parked:?}");
+    assert!(unwound.iter().all(|&panicked| panicked), "{unwound:?}");
     assert_eq!(LIVE.load(SeqCst), 1, "every clone dropped once");
-    assert_eq!(timers.pending(), 0);
+    assert_eq!(timers.pending(), 1, "the callback's timer");
     assert_eq!(timers.stats().cancelled, 48);
     assert_eq!(timers.stats().panicked, 0, "none reached the driver");
-    // The driver lives on, and dropping the filed copies dropped no waker.
-    let ran = Arc::new(AtomicUsize::new(0));
-    let count = ran.clone();
+    // The driver lives on, and its drops of the filed copies and queued
+    // messages dropped no waker.
+    timers.advance(Duration::from_millis(1)).unwrap();
+    assert!(rx.recv_timeout(PATIENCE).is_ok(), "{:?}", timers.stats());
+    assert_eq!(timers.stats().panicked, 0);
+    assert_eq!(timers.shutdown().unwrap().unfired, 0);
+}
+
+/// A sleep fired, reset and polled again with a waker that panics on drop
+/// holds its new waker while the driver's message (or copy) holds the
+/// entry: dropped, it takes the waker out and drops it on its own thread.
+#[test]
+fn a_sleep_re_armed_after_it_fired_drops_its_new_waker_on_its_own_thread() {
+    static LIVE: AtomicUsize = AtomicUsize::new(0);
+    let timers = TimerService::builder().manual_clock().build().unwrap();
+    let mut sleep = Box::pin(timers.sleep(Duration::from_millis(1)));
+    assert!(poll_once(&mut sleep, Waker::noop()).is_pending());
+    timers.advance(Duration::from_millis(1)).unwrap();
+    assert!(poll_once(&mut sleep, Waker::noop()).is_ready());
+    sleep.as_mut().reset(timers.now() + HOUR);
+    let bomb = std::mem::ManuallyDrop::new(bomb_waker(&LIVE));
+    assert!(poll_once(&mut sleep, &bomb).is_pending());
+    timers.advance(Duration::ZERO).unwrap(); // filed: the driver holds it
+    let dropped = catch_unwind(AssertUnwindSafe(move || drop(sleep)));
+    assert!(dropped.is_err(), "the owner's drop unwinds");
+    assert_eq!(LIVE.load(SeqCst), 1);
+    assert_eq!((timers.pending(), timers.stats().panicked), (0, 0));
+    // The driver lives on: a timer made due fires.
+    let (tx, rx) = mpsc::channel();
     timers
-        .schedule(Duration::from_millis(1), move || {
-            count.fetch_add(1, SeqCst);
-        })
+        .schedule(Duration::from_millis(1), move || tx.send(()).unwrap())
         .unwrap();
     timers.advance(Duration::from_millis(1)).unwrap();
-    assert!(wait_until(PATIENCE, || ran.load(SeqCst) == 1));
+    assert!(rx.recv_timeout(PATIENCE).is_ok(), "{:?}", timers.stats());
     assert_eq!(timers.stats().panicked, 0);
-    let report = timers.shutdown().unwrap();
-    assert_eq!(report.unfired, 0);
+}
+
+/// A sleep dropped by a callback, on the driver's thread: its waker's
+/// panic unwinds into the callback, whose catch counts it, and the driver
+/// carries on.
+#[test]
+fn a_sleep_dropped_by_a_callback_with_a_waker_that_panics_on_drop_is_counted() {
+    static LIVE: AtomicUsize = AtomicUsize::new(0);
+    let timers = TimerService::new();
+    let mut sleep = Box::pin(timers.sleep(HOUR));
+    let bomb = std::mem::ManuallyDrop::new(bomb_waker(&LIVE));
+    assert!(poll_once(&mut sleep, &bomb).is_pending());
+    timers
+        .schedule(Duration::ZERO, move || drop(sleep))
+        .unwrap();
+    assert!(wait_until(PATIENCE, || timers.stats().panicked == 1));
+    assert_eq!(LIVE.load(SeqCst), 1);
+    assert_eq!(timers.pending(), 0);
+    assert_driver_alive(&timers);
 }
 
 #[test]
