@@ -162,9 +162,10 @@
 //! future (tokio's `Sleep` included). No user code runs inside other user
 //! code: the driver runs callbacks and wakes wakers one after another, as
 //! it fires their timers in deadline order, holding no lock (so a wake
-//! that blocks holds up the timers after it, as a callback does), and polling, resetting or dropping a `Sleep` never
-//! runs a waker (a reset to a deadline already passed has the driver wake
-//! the task waiting on the sleep). A cancelled callback's closure is dropped by the thread that
+//! that blocks holds up the timers after it, as a callback does); and
+//! polling, resetting or dropping a `Sleep` never runs a waker (a reset to
+//! a deadline already passed has the driver wake the task waiting on the
+//! sleep). A cancelled callback's closure is dropped by the thread that
 //! cancels it, at once. Callbacks run on the driver thread, so they must
 //! be short; a service built with [`Builder::callback_executor`] hands them
 //! to an executor instead.
