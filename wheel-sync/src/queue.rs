@@ -13,6 +13,12 @@
 //!   `tail.block`, then a Release store of `tail` without the bit) no one can claim. A
 //!   producer reads `tail.block` after a bit-free `tail`; if its CAS from that `tail`
 //!   succeeds, no install ran in between, so the block it read holds its place.
+//! * A queue starts with no block, so that a queue never pushed to costs none. The first
+//!   block is `tail.first`, set once by a compare-exchange from null: a push that reads a
+//!   null `tail.block` (which stays null until the first block's last place installs the
+//!   second) takes its place in `tail.first`, making it first if there is none (a producer
+//!   that loses that race frees its own). The consumer's cursor starts in `tail.first`;
+//!   while that is null, no place is written.
 //! * A producer writes its value, then sets the place's `ready` with Release. That store is
 //!   its last touch of the block.
 //! * Only the consumer reads places and frees blocks. It frees a block once it has read the
@@ -127,8 +133,12 @@ impl<T> Block<T> {
 struct Tail<T> {
     /// `next_seq << SEQ_SHIFT | CLOSED? | INSTALLING?`.
     seq: AtomicU64,
-    /// The block holding `next_seq`; changes only while `INSTALLING` is set.
+    /// The block holding `next_seq`; changes only while `INSTALLING` is set. Null while
+    /// that is the first block.
     block: AtomicPtr<Block<T>>,
+    /// The first block, once a push has made it; on the producers' line, which the
+    /// consumer reads only until its cursor has a block.
+    first: AtomicPtr<Block<T>>,
 }
 
 /// The consumer's position in the chain.
@@ -165,16 +175,16 @@ unsafe impl<T: Send> Sync for Channel<T> {}
 
 impl<T> Channel<T> {
     fn new() -> Self {
-        let first = Box::into_raw(Block::new());
         Channel {
             tail: CachePadded::new(Tail {
                 seq: AtomicU64::new(0),
-                block: AtomicPtr::new(first),
+                block: AtomicPtr::new(ptr::null_mut()),
+                first: AtomicPtr::new(ptr::null_mut()),
             }),
             head: CachePadded::new(Head {
                 cursor: UnsafeCell::new(Cursor {
                     seq: 0,
-                    block: first,
+                    block: ptr::null_mut(),
                 }),
                 published: AtomicU64::new(0),
             }),
@@ -210,7 +220,10 @@ impl<T> Channel<T> {
             if is_last && spare.is_none() {
                 spare = Some(Block::new());
             }
-            let block = self.tail.block.load(Ordering::Acquire);
+            let mut block = self.tail.block.load(Ordering::Acquire);
+            if block.is_null() {
+                block = self.first_block();
+            }
             // `seq + 1` cannot overflow: 2^62 pushes would take centuries.
             let claimed = ((seq + 1) << SEQ_SHIFT) | if is_last { INSTALLING } else { 0 };
             match self.tail.seq.compare_exchange_weak(
@@ -221,8 +234,9 @@ impl<T> Channel<T> {
             ) {
                 Ok(_) => {
                     // SAFETY: the CAS succeeded from the bit-free `tail` read before `block`,
-                    // so `block` holds `seq` (see the ground rules), and the consumer frees it
-                    // only after reading `seq`, which this push has not yet written.
+                    // so `block` holds `seq` (see the ground rules: a null `tail.block` there
+                    // means the first block), and the consumer frees it only after reading
+                    // `seq`, which this push has not yet written.
                     let block = unsafe { &*block };
                     if is_last {
                         let next = Box::into_raw(spare.take().unwrap_or_else(Block::new));
@@ -247,6 +261,28 @@ impl<T> Channel<T> {
                     tail = current;
                     backoff.spin();
                 }
+            }
+        }
+    }
+
+    /// The first block, made now if no push has made it yet (see the ground rules).
+    fn first_block(&self) -> *mut Block<T> {
+        let first = self.tail.first.load(Ordering::Acquire);
+        if !first.is_null() {
+            return first;
+        }
+        let made = Box::into_raw(Block::new());
+        match (self.tail.first).compare_exchange(
+            ptr::null_mut(),
+            made,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => made,
+            Err(first) => {
+                // SAFETY: `made` came from `into_raw` just above and was never published.
+                drop(unsafe { Box::from_raw(made) });
+                first
             }
         }
     }
@@ -282,12 +318,23 @@ impl<T> Channel<T> {
         self.head.cursor.with(|cursor| {
             // SAFETY: the caller guarantees no concurrent access to the cursor.
             let cursor = unsafe { &*cursor };
+            let block = self.cursor_block(cursor);
             // SAFETY: the cursor's block holds `cursor.seq` and is freed only by `pop`.
-            let block = unsafe { &*cursor.block };
-            block.places[place_index(cursor.seq)]
-                .ready
-                .load(Ordering::Acquire)
+            !block.is_null()
+                && unsafe { &*block }.places[place_index(cursor.seq)]
+                    .ready
+                    .load(Ordering::Acquire)
         })
+    }
+
+    /// The block holding the cursor's place: the cursor's own, or before the first pop the
+    /// first block, if the first push has installed it (else null).
+    fn cursor_block(&self, cursor: &Cursor<T>) -> *mut Block<T> {
+        if cursor.block.is_null() {
+            self.tail.first.load(Ordering::Acquire)
+        } else {
+            cursor.block
+        }
     }
 
     /// # Safety
@@ -298,6 +345,10 @@ impl<T> Channel<T> {
         self.head.cursor.with_mut(|cursor| {
             // SAFETY: the caller guarantees no other access to the cursor.
             let cursor = unsafe { &mut *cursor };
+            cursor.block = self.cursor_block(cursor);
+            if cursor.block.is_null() {
+                return None;
+            }
             let index = place_index(cursor.seq);
             // SAFETY: the cursor's block holds `cursor.seq` and is freed only below, when the
             // cursor leaves it.
@@ -313,7 +364,8 @@ impl<T> Channel<T> {
             });
             if index + 1 == BLOCK_CAP {
                 let next = block.next.load(Ordering::Acquire);
-                debug_assert!(
+                // A null here would leave the cursor reading the first block again.
+                assert!(
                     !next.is_null(),
                     "block ending at seq {} was not linked before its last place was ready",
                     cursor.seq
@@ -336,7 +388,7 @@ impl<T> Drop for Channel<T> {
         let (head, mut block) = self.head.cursor.with_mut(|cursor| {
             // SAFETY: `&mut self`: no handle is left, so no one else reaches the cursor.
             let cursor = unsafe { &*cursor };
-            (cursor.seq, cursor.block)
+            (cursor.seq, self.cursor_block(cursor))
         });
         let mut block_start = head - head % BLOCK_CAP as u64;
         while !block.is_null() {
