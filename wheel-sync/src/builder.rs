@@ -5,7 +5,7 @@ use std::io;
 use std::time::Duration;
 
 use crate::clock::{self, Clock};
-use crate::driver::Driver;
+use crate::driver::{Driver, Inbox};
 use crate::executor::{self, Executor};
 use crate::shared::Shared;
 use crate::sync::{thread, Arc};
@@ -203,7 +203,7 @@ impl Builder {
                 "thread name must not contain a NUL byte",
             ));
         }
-        let (shared, consumer) =
+        let (shared, consumers) =
             Shared::new(Clock::new(self.tick, self.manual_clock), self.max_pending);
         let executor = (self.executor).map(|run| Executor::new(run, shared.counts.clone()));
         let shared = Arc::new(shared);
@@ -212,7 +212,7 @@ impl Builder {
         // Built on its own thread: the wheel's tables (about 11 KiB) are
         // first written there, and never cross the caller's stack.
         let join = thread::spawn_named(self.thread_name, move || {
-            Driver::new(for_driver, consumer, executor, now).run()
+            Driver::new(for_driver, Inbox::new(consumers), executor, now).run()
         })?;
         shared.set_driver(join);
         Ok(TimerService::owning(shared))

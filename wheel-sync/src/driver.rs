@@ -17,22 +17,25 @@ use crate::caught::{drop_payload, take_uncounted};
 use crate::entry::EntryRef;
 use crate::executor::Executor;
 use crate::job::Job;
-use crate::queue::Consumer;
-use crate::shared::{DriverStats, Message, Shared, ANY, BATCH, FOREVER, RECLAIM_EVERY};
+use crate::shared::{DriverStats, Shared, ANY, BATCH, FOREVER, RECLAIM_EVERY};
 use crate::sync::{thread, Arc, Backoff};
 
 mod fire;
+mod inbox;
 
-/// How long a shutting-down driver waits for a message claimed in the queue
+pub(crate) use inbox::Inbox;
+
+/// How long a shutting-down driver waits for a message claimed in a queue
 /// while none lands (a producer descheduled that long, or a bug).
 const SHUTDOWN_PATIENCE: core::time::Duration = core::time::Duration::from_secs(10);
 /// Cascading ahead stops this close to the next expiration.
 const AHEAD_MARGIN: core::time::Duration = core::time::Duration::from_micros(200);
 
-/// The driver thread's state: the wheels and the consuming end of the queue.
+/// The driver thread's state: the wheels and the consuming ends of the
+/// queues.
 pub(crate) struct Driver {
     shared: Arc<Shared>,
-    consumer: Consumer<Message>,
+    inbox: Inbox,
     /// Timers with entries, filed by pointer: a copy for each pending word
     /// the driver filed; a copy fires only if the word is still pending at
     /// its tick.
@@ -73,7 +76,7 @@ impl Driver {
     /// starts are filed by deadline, not all as already due.
     pub(crate) fn new(
         shared: Arc<Shared>,
-        consumer: Consumer<Message>,
+        inbox: Inbox,
         executor: Option<Executor>,
         now: u64,
     ) -> Self {
@@ -85,7 +88,7 @@ impl Driver {
         jobs.cascade_ahead(0);
         Self {
             shared,
-            consumer,
+            inbox,
             entries,
             jobs,
             dead: 0,
@@ -145,10 +148,10 @@ impl Driver {
         self.drop_dead();
         DriverStats::bump(&self.shared.stats.rounds, 1);
         DriverStats::raise(&self.shared.stats.max_filed, filed as u64);
-        // A producer that claimed a place in the queue and has not written
+        // A producer that claimed a place in a queue and has not written
         // it yet holds up whatever is behind it (rule 3): what was submitted
         // before an advance may be there, and the driver waits for it.
-        let stalled = filed < BATCH && !self.consumer.is_empty();
+        let stalled = filed < BATCH && !self.inbox.is_empty();
         match manual_now {
             // A manual clock files everything before it fires, so what one
             // advance makes due fires in deadline order.
@@ -186,8 +189,8 @@ impl Driver {
     /// nothing arrives ends in a sleep for good: an idle service costs no
     /// CPU.
     ///
-    /// A producer that has claimed a place in the queue and not written it
-    /// holds up whatever is queued behind it: the driver then asks to be
+    /// A producer that has claimed a place in a queue and not written it
+    /// holds up whatever is queued behind it there: the driver then asks to be
     /// woken by any message (`ANY`), the one that producer writes among
     /// them. After its fence it sleeps only if nothing can be taken now and
     /// any place claimed meanwhile will wake it: with places claimed but
@@ -212,14 +215,14 @@ impl Driver {
             Some(tick) => tick,
             None => FOREVER,
         };
-        let stalled = !self.consumer.is_empty();
+        let stalled = !self.inbox.is_empty();
         let word = if stalled { wake | ANY } else { wake };
         if !self.shared.plan_sleep(word) {
             return false; // shut down
         }
         crate::sync::atomic::fence(crate::sync::atomic::Ordering::SeqCst);
-        let held_up = stalled && !self.consumer.has_ready();
-        let queue_quiet = self.consumer.is_empty() || held_up;
+        let held_up = stalled && !self.inbox.has_ready();
+        let queue_quiet = self.inbox.is_empty() || held_up;
         // An advance waiting on a held-up queue cannot be served before the
         // held push lands, and that push wakes the driver (`ANY`).
         let advance_due = !held_up && self.shared.advance_waiting();
@@ -284,7 +287,7 @@ impl Driver {
             // Wheel bookkeeping only, no concurrency: not worth model states.
             return;
         }
-        while self.consumer.is_empty() {
+        while self.inbox.is_empty() {
             let Some(due) = (self.next_expiration()).and_then(|t| self.shared.clock.instant_of(t))
             else {
                 return;
@@ -299,8 +302,8 @@ impl Driver {
     }
 
     /// The driver's half of the shutdown (rule 7): closes the spots and
-    /// the queue, then files what they held and abandons every pending
-    /// timer, until every place claimed in the queue is taken. Returns how
+    /// the queues, then files what they held and abandons every pending
+    /// timer, until every place claimed in a queue is taken. Returns how
     /// many it abandoned.
     ///
     /// A producer that claimed its place before the close writes it however
@@ -311,7 +314,7 @@ impl Driver {
         // every schedule after is still refused.
         let mut parked = Vec::new();
         self.shared.spots.close(|entry| parked.push(entry));
-        self.consumer.close();
+        self.inbox.close();
         self.shared.doors_closed();
         for entry in parked {
             self.file(entry);
@@ -322,7 +325,7 @@ impl Driver {
         loop {
             let filed = self.file_messages(usize::MAX);
             unfired += self.abandon_filed();
-            if self.consumer.is_empty() || Instant::now() > patience {
+            if self.inbox.is_empty() || Instant::now() > patience {
                 return unfired;
             }
             if filed > 0 {

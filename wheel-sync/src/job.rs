@@ -4,7 +4,7 @@
 //! [`TimerService::schedule_detached_at`](crate::TimerService::schedule_detached_at)
 //! has no handle, so nothing but the driver ever refers to it: it needs no
 //! shared, reference-counted entry.
-//! It travels through the queue and sits in the driver's wheel by value, as
+//! It travels through a queue and sits in the driver's wheel by value, as
 //! a [`Job`]: a table of two functions and two words of storage. A closure
 //! that fits those words (size ≤ 16 bytes, alignment ≤ 8 — a reference and
 //! an integer, say) is stored in them; a bigger one is boxed and the box is

@@ -32,9 +32,10 @@
 //!   once costs no timer.
 //! - **Submission never blocks** (and locks only to wake a sleeping driver,
 //!   at most once a sleep): a new timer waits in its thread's parking spot
-//!   next to the queue if one of the spot's few places is empty, else goes
-//!   into a lock-free MPSC queue; the one driver thread takes both each
-//!   round. A cancel takes a parked timer back, so a request timeout
+//!   if one of the spot's few places is empty, else goes into the spot's
+//!   lock-free MPSC queue (a queue per spot, so threads on different
+//!   spots never write one tail); the one driver thread takes all of them
+//!   each round. A cancel takes a parked timer back, so a request timeout
 //!   answered in time, with a handful in flight on its thread, never
 //!   reaches the driver. Each thread counts
 //!   its timers, and the handles it makes hold the service, on lines it
@@ -48,7 +49,7 @@
 //!   filed as it comes), never for a cancel: a loop of schedule and cancel
 //!   costs the driver about one wake-up per nap.
 //! - **Detached callbacks** ([`TimerService::schedule_detached`]) have no
-//!   handle, so no entry either: the closure travels through the queue by
+//!   handle, so no entry either: the closure travels through its spot's queue by
 //!   value (inline when it is at most two words) and waits in a wheel of
 //!   its own, a [`wheel_core::BucketWheel`], which files and fires in
 //!   memory order; the driver fires both wheels in deadline order together.

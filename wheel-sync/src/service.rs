@@ -272,7 +272,7 @@ impl TimerService {
         if let Err(error) = shared.admit(spot, true) {
             return Err(refused_by_limit(shared, error, f));
         }
-        match shared.submit(Message::Job(tick, Job::new(f)), tick) {
+        match shared.submit(spot, Message::Job(tick, Job::new(f)), tick) {
             Ok(()) => Ok(()),
             Err(refused) => {
                 // Shut down (rule 7 of `shared`): the closure goes here.

@@ -27,8 +27,10 @@
 //!    always comes to agree with the word's last change. A detached
 //!    callback has no entry: it is the message.
 //!
-//!    A message goes through the queue or, for a new timer with an entry,
-//!    waits in its thread's parking spot (`spot`) if a place there is empty. The
+//!    A message goes through its thread's spot's queue (a queue per spot,
+//!    so threads on different spots never write one tail) or, for a new
+//!    timer with an entry, waits in the spot itself (`spot`) if one of its
+//!    places is empty. The
 //!    driver takes every parked message each round, so a parked message is
 //!    as good as a queued one to every rule here; a cancel through the
 //!    timer's handle takes it back from the spot of the handle's lane, and
@@ -43,11 +45,11 @@
 //!    message (`look_by`), the producer swaps the word to `AWAKE` and
 //!    unparks it (one unpark per sleep, however many producers see it). The
 //!    driver stores the tick it will wake at, fences, and sleeps only if no
-//!    message is ready in the queue or the spots and no `advance` waits. A
-//!    message claimed in the queue but not yet written holds up the
-//!    messages behind it: the driver then asks to be woken by any message
-//!    (`ANY`), and sleeps only with `ANY` in its word while places in the
-//!    queue are claimed; every push, whatever it is for, ends with this fence and
+//!    message is ready in the queues or the spots and no `advance` waits. A
+//!    message claimed in a queue but not yet written holds up the
+//!    messages behind it in that queue: the driver then asks to be woken by
+//!    any message (`ANY`), and sleeps only with `ANY` in its word while
+//!    places in a queue are claimed; every push, whatever it is for, ends with this fence and
 //!    look. A cancel pushes nothing and wakes no one: the cancelled timer's
 //!    copy is still in the wheel, so the driver's plan is no later than its
 //!    deadline.
@@ -100,16 +102,16 @@
 //!    the same deadline leave it there.
 //! 7. **Shutdown closes the doors**, then is joined once. The driver, once
 //!    it sees `STOPPING`, closes every spot, taking what was parked, then
-//!    the queue, and only then stores `SHUT_DOWN`: a schedule made after
-//!    the service reads as shut down is refused. A park refused by a closed spot goes to the queue, and
-//!    a push refused by the closed queue hands its message back: the
+//!    every queue, and only then stores `SHUT_DOWN`: a schedule made after
+//!    the service reads as shut down is refused. A park refused by a closed spot goes to the spot's queue, and
+//!    a push refused by a closed queue hands its message back: the
 //!    producer counts the timer out and refuses it (`Err(Shutdown)`). A
 //!    `Sleep`'s owner whose message is refused clears `QUEUED` (none is on
 //!    its way, so a later change sends again); if it moved a pending
 //!    timer, it leaves it to the driver, which holds a copy of it (rule
 //!    4); if it re-armed a fired one, it abandons it (rule 1) and counts it
 //!    out (no task waits on it: the fire took the waker). A message accepted
-//!    before the close is one the driver takes: every place claimed in the
+//!    before the close is one the driver takes: every place claimed in a
 //!    queue before it is written, however late, and the driver files and
 //!    abandons until none is left (giving up after `SHUTDOWN_PATIENCE`
 //!    without one landing: a producer stopped that long between claiming a
@@ -128,6 +130,7 @@ use crate::executor::Counts;
 use crate::job::Job;
 use crate::lateness::Histogram;
 use crate::queue::{Consumer, Producer};
+use crate::spot::SPOTS;
 use crate::spot::{Count, Spots};
 use crate::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use crate::sync::{thread, Mutex};
@@ -148,7 +151,7 @@ pub(crate) const AWAKE: u64 = 0;
 pub(crate) const FOREVER: u64 = 1 << 61;
 /// A bit of a sleeping driver's word: wake it for any message, whatever
 /// its tick (it waits for a producer caught between claiming its place in
-/// the queue and writing it).
+/// a queue and writing it).
 pub(crate) const ANY: u64 = 1 << 62;
 /// The driver's word once a shutdown is asked for, until the driver has
 /// closed the doors (rule 7).
@@ -156,7 +159,7 @@ pub(crate) const STOPPING: u64 = u64::MAX - 1;
 /// The driver's word once the doors are closed: every schedule is refused.
 pub(crate) const SHUT_DOWN: u64 = u64::MAX;
 
-/// What travels through the queue to the driver.
+/// What travels through the queues to the driver.
 pub(crate) enum Message {
     /// An entry whose state word the driver makes the wheel agree with.
     Entry(EntryRef),
@@ -166,7 +169,8 @@ pub(crate) enum Message {
 
 /// What producers and the driver share.
 pub(crate) struct Shared {
-    producer: Producer<Message>,
+    /// Each spot's queue, its producers' end (indexed as `spots`).
+    queues: Box<[Producer<Message>]>,
     pub(crate) clock: Clock,
     /// `AWAKE`, the tick the driver sleeps until, `STOPPING` or `SHUT_DOWN`.
     word: CachePadded<AtomicU64>,
@@ -229,10 +233,10 @@ impl DriverStats {
 }
 
 impl Shared {
-    pub(crate) fn new(clock: Clock, max_pending: usize) -> (Self, Consumer<Message>) {
-        let (producer, consumer) = crate::queue::channel();
+    pub(crate) fn new(clock: Clock, max_pending: usize) -> (Self, Vec<Consumer<Message>>) {
+        let (queues, consumers): (Vec<_>, _) = (0..SPOTS).map(|_| crate::queue::channel()).unzip();
         let shared = Self {
-            producer,
+            queues: queues.into_boxed_slice(),
             clock,
             word: CachePadded::new(AtomicU64::new(AWAKE)),
             spots: Spots::new(),
@@ -249,7 +253,7 @@ impl Shared {
             next_due: AtomicU64::new(NEVER),
             next_for: AtomicU64::new(0),
         };
-        (shared, consumer)
+        (shared, consumers)
     }
 
     /// The driver thread, once spawned, and the handle to join it by.
@@ -331,11 +335,17 @@ impl Shared {
 
     // ---- Submission (rules 2, 3 and 7) ----
 
-    /// Hands `message` to the driver, which must have looked at it by tick
-    /// `look_by`: a driver asleep past that is woken. Once the queue is
-    /// closed (shutdown), hands the message back.
-    pub(crate) fn submit(&self, message: Message, look_by: u64) -> Result<(), Message> {
-        let seq = self.producer.push(message).map_err(|closed| closed.0)?;
+    /// Hands `message` to the driver through spot `spot`'s queue; the
+    /// driver must have looked at it by tick `look_by`: a driver asleep
+    /// past that is woken. Once the queue is closed (shutdown), hands the
+    /// message back.
+    pub(crate) fn submit(
+        &self,
+        spot: usize,
+        message: Message,
+        look_by: u64,
+    ) -> Result<(), Message> {
+        let seq = (self.queues[spot % SPOTS].push(message)).map_err(|closed| closed.0)?;
         self.look_by(look_by, seq);
         Ok(())
     }
@@ -354,15 +364,17 @@ impl Shared {
             // Taken (or closed): queued instead, so that no message is ever
             // in a thread's hands, where neither the driver nor `advance`
             // sees it.
-            Err(message) => self.submit(Message::Entry(message), look_by).is_ok(),
+            Err(message) => self.submit(spot, Message::Entry(message), look_by).is_ok(),
         }
     }
 
     /// The producer's half of the wake-up (rule 3), after a send whose
-    /// queue sequence number is `seq`. A sleeping driver is also woken once
-    /// per [`BATCH`] pushes, whatever their ticks, so that a burst is filed
-    /// as it comes: left queued, it would take the queue's memory as well
-    /// as the wheel's.
+    /// sequence number in its queue is `seq`. A sleeping driver is also
+    /// woken once per [`BATCH`] pushes to a queue, whatever their ticks,
+    /// so that a burst is filed as it comes: left queued, it would take
+    /// the queue's memory as well as the wheel's. (A burst spread over
+    /// every spot's queue may reach `SPOTS` times that before the driver
+    /// wakes, or before the cap on its sleep, [`RECLAIM_EVERY`], ends it.)
     #[inline]
     fn look_by(&self, look_by: u64, seq: u64) {
         fence(Ordering::SeqCst);

@@ -329,7 +329,10 @@ pub(crate) fn hand_over(
         shared.hurry(tick);
         return;
     }
-    if shared.submit(Message::Entry(entry.erased()), tick).is_ok() {
+    if shared
+        .submit(spot, Message::Entry(entry.erased()), tick)
+        .is_ok()
+    {
         return;
     }
     entry.take_queued();

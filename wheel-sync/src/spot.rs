@@ -1,4 +1,4 @@
-//! A parking spot: one per lane index, next to the queue, holding a few
+//! A parking spot: one per lane index, next to its queue, holding a few
 //! parked timers (a cache line of places) and its threads' counts, on
 //! lines of its own.
 //!
@@ -7,8 +7,8 @@
 //! - Each of a spot's [`PLACES`] holds at most one message: an `EntryRef`
 //!   given up by `into_raw`. Whoever compare-exchanges or swaps a pointer
 //!   out of a place owns that reference. Parking puts a message into an
-//!   empty place only; a spot with none empty leaves the new message to
-//!   the queue, so a message is always parked or queued, never in a
+//!   empty place only; a spot with none empty leaves the new message to the
+//!   spot's queue, so a message is always parked or queued, never in a
 //!   thread's hands. Each place keeps these rules on its own; the places
 //!   are only looked at in turn.
 //! - A parked message is as good as a queued one (rules 2 and 3 of
@@ -16,7 +16,7 @@
 //!   looks at the spots after its fence before it sleeps.
 //! - At shutdown the driver closes every spot: it swaps in a sentinel
 //!   (`closed()`), taking what was parked, and no park succeeds after (the message goes
-//!   to the queue, which the driver closes too, and is refused there).
+//!   to the spot's queue, which the driver closes too, and is refused there).
 //! - A cancel takes a parked timer's message back with a compare-exchange
 //!   on its place in the spot of its handle's lane (the spot it was parked
 //!   in): the driver never sees that timer. So a thread with up to

@@ -85,6 +85,6 @@ pub struct Stats {
     pub max_filed_per_round: u64,
     /// The most timers one round took out of its wheels to fire (dead
     /// copies of cancelled or moved timers included). Bounded, however many
-    /// are due at once: the queue is never left unread for long.
+    /// are due at once: the queues are never left unread for long.
     pub max_fired_per_round: u64,
 }

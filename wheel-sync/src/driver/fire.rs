@@ -31,9 +31,10 @@ fn count_fired(stats: &DriverStats, late_ns: u64) {
 impl Driver {
     /// Pops up to `limit` messages and files each; returns how many.
     pub(super) fn file_messages(&mut self, limit: usize) -> usize {
+        self.inbox.next_round();
         let mut filed = 0;
         while filed < limit {
-            match self.consumer.pop() {
+            match self.inbox.pop() {
                 Some(Message::Entry(entry)) => self.file(entry),
                 Some(Message::Job(tick, job)) => self.jobs.insert(tick, job),
                 None => break,

@@ -10,6 +10,7 @@ use super::*;
 use crate::action::Wake;
 use crate::clock::Clock;
 use crate::entry::FIRED;
+use crate::shared::Message;
 use crate::sync::atomic::Ordering;
 
 /// The name of a driver thread whose next round panics, as a bug would.
@@ -36,15 +37,20 @@ fn a_producer_preempted_between_claim_and_write_neither_spins_the_driver_nor_hol
     use std::sync::atomic::AtomicUsize as StdAtomicUsize;
 
     let clock = Clock::new(Duration::from_millis(1), false);
-    let (state, consumer) = Shared::new(clock, usize::MAX);
+    let (state, consumers) = Shared::new(clock, usize::MAX);
     let state = Arc::new(state);
-    let driver = Driver::new(Arc::clone(&state), consumer, None, state.clock.now_tick());
+    let driver = Driver::new(
+        Arc::clone(&state),
+        Inbox::new(consumers),
+        None,
+        state.clock.now_tick(),
+    );
     state.set_driver(std::thread::spawn(move || driver.run()));
     // A timer in the wheel, due 30 ms from now.
     let due = state.clock.tick_after(Duration::from_millis(30));
     let (entry, message) = EntryRef::new(due, Wake::new(std::task::Waker::noop()));
     state.admit(0, false).unwrap();
-    assert!(state.submit(Message::Entry(message), due).is_ok());
+    assert!(state.submit(0, Message::Entry(message), due).is_ok());
     while !entry.is_filed() {
         std::thread::yield_now();
     }
@@ -64,12 +70,12 @@ fn a_producer_preempted_between_claim_and_write_neither_spins_the_driver_nor_hol
         std::thread::spawn(move || {
             stall::next_push(claimed, held);
             state.admit(0, true).unwrap();
-            assert!(state.submit(Message::Job(0, job), 0).is_ok());
+            assert!(state.submit(0, Message::Job(0, job), 0).is_ok());
         })
     };
     claim.recv_timeout(PATIENCE).unwrap();
     state.admit(0, true).unwrap();
-    assert!(state.submit(Message::Job(0, job(&ran)), 0).is_ok());
+    assert!(state.submit(0, Message::Job(0, job(&ran)), 0).is_ok());
     let rounds = || state.stats.rounds.load(Ordering::Relaxed);
     let (before, start) = (rounds(), Instant::now());
     // The wheel's timer fires meanwhile, the queue's waits.
@@ -94,6 +100,61 @@ fn a_producer_preempted_between_claim_and_write_neither_spins_the_driver_nor_hol
         u128::from(spun) < 10 * elapsed_ms,
         "{spun} rounds in {elapsed_ms} ms of a stalled queue"
     );
+}
+
+/// Each spot has its own queue: a producer preempted between its claim
+/// and its write holds up only what is queued behind it on its own spot.
+#[test]
+fn a_push_held_on_one_spots_queue_holds_up_no_other_spots_messages() {
+    use crate::job::Job;
+    use crate::queue::stall;
+    use std::sync::atomic::AtomicUsize as StdAtomicUsize;
+
+    let clock = Clock::new(Duration::from_millis(1), false);
+    let (state, consumers) = Shared::new(clock, usize::MAX);
+    let state = Arc::new(state);
+    let driver = Driver::new(
+        Arc::clone(&state),
+        Inbox::new(consumers),
+        None,
+        state.clock.now_tick(),
+    );
+    state.set_driver(std::thread::spawn(move || driver.run()));
+    let ran = Arc::new(StdAtomicUsize::new(0));
+    let job = |ran: &Arc<StdAtomicUsize>, by: usize| {
+        let ran = Arc::clone(ran);
+        Job::new(move || {
+            ran.fetch_add(by, Ordering::Relaxed);
+        })
+    };
+    let (release, held) = mpsc::channel();
+    let (claimed, claim) = mpsc::channel();
+    let producer = {
+        let (state, job) = (Arc::clone(&state), job(&ran, 10));
+        std::thread::spawn(move || {
+            stall::next_push(claimed, held);
+            state.admit(0, true).unwrap();
+            assert!(state.submit(0, Message::Job(0, job), 0).is_ok());
+        })
+    };
+    claim.recv_timeout(PATIENCE).unwrap();
+    state.admit(1, true).unwrap();
+    assert!(state.submit(1, Message::Job(0, job(&ran, 1)), 0).is_ok());
+    let start = Instant::now();
+    while ran.load(Ordering::Relaxed) != 1 {
+        assert!(
+            start.elapsed() < PATIENCE,
+            "another spot's held push held this one up"
+        );
+        std::thread::yield_now();
+    }
+    release.send(()).unwrap();
+    producer.join().unwrap();
+    while ran.load(Ordering::Relaxed) != 11 {
+        assert!(start.elapsed() < PATIENCE, "the held push never ran");
+        std::thread::yield_now();
+    }
+    state.shutdown().unwrap();
 }
 
 #[test]
@@ -139,9 +200,9 @@ fn should_the_driver_die_every_call_reports_it_and_nothing_hangs() {
 #[test]
 fn a_timer_moved_away_and_back_keeps_one_copy_once_the_dead_are_dropped() {
     let clock = Clock::new(Duration::from_millis(1), true);
-    let (state, consumer) = Shared::new(clock, usize::MAX);
+    let (state, consumers) = Shared::new(clock, usize::MAX);
     let state = Arc::new(state);
-    let mut driver = Driver::new(Arc::clone(&state), consumer, None, 0);
+    let mut driver = Driver::new(Arc::clone(&state), Inbox::new(consumers), None, 0);
     let (entry, message) = EntryRef::new(100, Wake::new(std::task::Waker::noop()));
     driver.file(message);
     for _ in 0..1_000 {
@@ -166,9 +227,9 @@ fn a_timer_moved_away_and_back_keeps_one_copy_once_the_dead_are_dropped() {
 #[test]
 fn a_timer_whose_move_is_on_its_way_keeps_a_copy_for_the_shutdown() {
     let clock = Clock::new(Duration::from_millis(1), true);
-    let (state, consumer) = Shared::new(clock, usize::MAX);
+    let (state, consumers) = Shared::new(clock, usize::MAX);
     let state = Arc::new(state);
-    let mut driver = Driver::new(Arc::clone(&state), consumer, None, 0);
+    let mut driver = Driver::new(Arc::clone(&state), Inbox::new(consumers), None, 0);
     let (entry, message) = EntryRef::new(100, Wake::new(std::task::Waker::noop()));
     state.admit(0, false).unwrap();
     driver.file(message);
@@ -196,9 +257,9 @@ fn a_re_arm_after_a_refused_move_is_refused_in_turn() {
     use crate::entry::{ABANDONED, FIRED, PENDING};
     use crate::sleep::{hand_over, rearm};
     let clock = Clock::new(Duration::from_millis(1), true);
-    let (state, consumer) = Shared::new(clock, usize::MAX);
+    let (state, consumers) = Shared::new(clock, usize::MAX);
     let state = Arc::new(state);
-    let mut driver = Driver::new(Arc::clone(&state), consumer, None, 0);
+    let mut driver = Driver::new(Arc::clone(&state), Inbox::new(consumers), None, 0);
     let lane = crate::lane::lane(&state);
     let (entry, message) = EntryRef::new(100, Wake::new(std::task::Waker::noop()));
     state.admit(lane.spot, false).unwrap();
@@ -223,9 +284,14 @@ fn an_advance_waiting_on_a_stalled_push_does_not_spin_a_manual_clock_driver() {
     use std::sync::atomic::AtomicUsize as StdAtomicUsize;
 
     let clock = Clock::new(Duration::from_millis(1), true);
-    let (state, consumer) = Shared::new(clock, usize::MAX);
+    let (state, consumers) = Shared::new(clock, usize::MAX);
     let state = Arc::new(state);
-    let driver = Driver::new(Arc::clone(&state), consumer, None, state.clock.now_tick());
+    let driver = Driver::new(
+        Arc::clone(&state),
+        Inbox::new(consumers),
+        None,
+        state.clock.now_tick(),
+    );
     state.set_driver(std::thread::spawn(move || driver.run()));
     let ran = Arc::new(StdAtomicUsize::new(0));
     let (release, held) = mpsc::channel();
@@ -238,7 +304,7 @@ fn an_advance_waiting_on_a_stalled_push_does_not_spin_a_manual_clock_driver() {
             let job = Job::new(move || {
                 ran.fetch_add(1, Ordering::Relaxed);
             });
-            assert!(state.submit(Message::Job(0, job), 0).is_ok());
+            assert!(state.submit(0, Message::Job(0, job), 0).is_ok());
         })
     };
     claim.recv_timeout(PATIENCE).unwrap();
