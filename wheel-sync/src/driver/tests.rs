@@ -30,13 +30,9 @@ pub(super) fn maybe_fail() {
 /// tests a thousand times slower, on the real clock.
 const PATIENCE: Duration = Duration::from_secs(if cfg!(miri) { 120 } else { 10 });
 
-#[test]
-fn a_producer_preempted_between_claim_and_write_neither_spins_the_driver_nor_holds_due_timers() {
-    use crate::job::Job;
-    use crate::queue::stall;
-    use std::sync::atomic::AtomicUsize as StdAtomicUsize;
-
-    let clock = Clock::new(Duration::from_millis(1), false);
+/// A service's state with its driver running on a thread of its own.
+fn running(manual_clock: bool) -> Arc<Shared> {
+    let clock = Clock::new(Duration::from_millis(1), manual_clock);
     let (state, consumers) = Shared::new(clock, usize::MAX);
     let state = Arc::new(state);
     let driver = Driver::new(
@@ -46,6 +42,42 @@ fn a_producer_preempted_between_claim_and_write_neither_spins_the_driver_nor_hol
         state.clock.now_tick(),
     );
     state.set_driver(std::thread::spawn(move || driver.run()));
+    state
+}
+
+/// A detached callback that adds `by` to `ran`.
+fn adding(ran: &Arc<std::sync::atomic::AtomicUsize>, by: usize) -> crate::job::Job {
+    let ran = Arc::clone(ran);
+    crate::job::Job::new(move || {
+        ran.fetch_add(by, Ordering::Relaxed);
+    })
+}
+
+/// Submits `job` through spot `spot`'s queue from a producer held between
+/// claiming its place and writing it; returns once the place is claimed,
+/// with the sender that lets the producer go and its thread.
+fn held_push(
+    state: &Arc<Shared>,
+    spot: usize,
+    job: crate::job::Job,
+) -> (mpsc::Sender<()>, std::thread::JoinHandle<()>) {
+    let (release, held) = mpsc::channel();
+    let (claimed, claim) = mpsc::channel();
+    let producer = {
+        let state = Arc::clone(state);
+        std::thread::spawn(move || {
+            crate::queue::stall::next_push(claimed, held);
+            state.admit(spot, true).unwrap();
+            assert!(state.submit(spot, Message::Job(0, job), 0).is_ok());
+        })
+    };
+    claim.recv_timeout(PATIENCE).unwrap();
+    (release, producer)
+}
+
+#[test]
+fn a_producer_preempted_between_claim_and_write_neither_spins_the_driver_nor_holds_due_timers() {
+    let state = running(false);
     // A timer in the wheel, due 30 ms from now.
     let due = state.clock.tick_after(Duration::from_millis(30));
     let (entry, message) = EntryRef::new(due, Wake::new(std::task::Waker::noop()));
@@ -56,26 +88,10 @@ fn a_producer_preempted_between_claim_and_write_neither_spins_the_driver_nor_hol
     }
     // A producer claims a place and stops before writing it; a job queued
     // behind it waits on it (the queue is FIFO).
-    let ran = Arc::new(StdAtomicUsize::new(0));
-    let job = |ran: &Arc<StdAtomicUsize>| {
-        let ran = Arc::clone(ran);
-        Job::new(move || {
-            ran.fetch_add(1, Ordering::Relaxed);
-        })
-    };
-    let (release, held) = mpsc::channel();
-    let (claimed, claim) = mpsc::channel();
-    let producer = {
-        let (state, job) = (Arc::clone(&state), job(&ran));
-        std::thread::spawn(move || {
-            stall::next_push(claimed, held);
-            state.admit(0, true).unwrap();
-            assert!(state.submit(0, Message::Job(0, job), 0).is_ok());
-        })
-    };
-    claim.recv_timeout(PATIENCE).unwrap();
+    let ran = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (release, producer) = held_push(&state, 0, adding(&ran, 1));
     state.admit(0, true).unwrap();
-    assert!(state.submit(0, Message::Job(0, job(&ran)), 0).is_ok());
+    assert!(state.submit(0, Message::Job(0, adding(&ran, 1)), 0).is_ok());
     let rounds = || state.stats.rounds.load(Ordering::Relaxed);
     let (before, start) = (rounds(), Instant::now());
     // The wheel's timer fires meanwhile, the queue's waits.
@@ -106,40 +122,11 @@ fn a_producer_preempted_between_claim_and_write_neither_spins_the_driver_nor_hol
 /// and its write holds up only what is queued behind it on its own spot.
 #[test]
 fn a_push_held_on_one_spots_queue_holds_up_no_other_spots_messages() {
-    use crate::job::Job;
-    use crate::queue::stall;
-    use std::sync::atomic::AtomicUsize as StdAtomicUsize;
-
-    let clock = Clock::new(Duration::from_millis(1), false);
-    let (state, consumers) = Shared::new(clock, usize::MAX);
-    let state = Arc::new(state);
-    let driver = Driver::new(
-        Arc::clone(&state),
-        Inbox::new(consumers),
-        None,
-        state.clock.now_tick(),
-    );
-    state.set_driver(std::thread::spawn(move || driver.run()));
-    let ran = Arc::new(StdAtomicUsize::new(0));
-    let job = |ran: &Arc<StdAtomicUsize>, by: usize| {
-        let ran = Arc::clone(ran);
-        Job::new(move || {
-            ran.fetch_add(by, Ordering::Relaxed);
-        })
-    };
-    let (release, held) = mpsc::channel();
-    let (claimed, claim) = mpsc::channel();
-    let producer = {
-        let (state, job) = (Arc::clone(&state), job(&ran, 10));
-        std::thread::spawn(move || {
-            stall::next_push(claimed, held);
-            state.admit(0, true).unwrap();
-            assert!(state.submit(0, Message::Job(0, job), 0).is_ok());
-        })
-    };
-    claim.recv_timeout(PATIENCE).unwrap();
+    let state = running(false);
+    let ran = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (release, producer) = held_push(&state, 0, adding(&ran, 10));
     state.admit(1, true).unwrap();
-    assert!(state.submit(1, Message::Job(0, job(&ran, 1)), 0).is_ok());
+    assert!(state.submit(1, Message::Job(0, adding(&ran, 1)), 0).is_ok());
     let start = Instant::now();
     while ran.load(Ordering::Relaxed) != 1 {
         assert!(
@@ -279,35 +266,9 @@ fn a_re_arm_after_a_refused_move_is_refused_in_turn() {
 /// leaves the driver asleep until the write, not spinning through rounds.
 #[test]
 fn an_advance_waiting_on_a_stalled_push_does_not_spin_a_manual_clock_driver() {
-    use crate::job::Job;
-    use crate::queue::stall;
-    use std::sync::atomic::AtomicUsize as StdAtomicUsize;
-
-    let clock = Clock::new(Duration::from_millis(1), true);
-    let (state, consumers) = Shared::new(clock, usize::MAX);
-    let state = Arc::new(state);
-    let driver = Driver::new(
-        Arc::clone(&state),
-        Inbox::new(consumers),
-        None,
-        state.clock.now_tick(),
-    );
-    state.set_driver(std::thread::spawn(move || driver.run()));
-    let ran = Arc::new(StdAtomicUsize::new(0));
-    let (release, held) = mpsc::channel();
-    let (claimed, claim) = mpsc::channel();
-    let producer = {
-        let (state, ran) = (Arc::clone(&state), Arc::clone(&ran));
-        std::thread::spawn(move || {
-            stall::next_push(claimed, held);
-            state.admit(0, true).unwrap();
-            let job = Job::new(move || {
-                ran.fetch_add(1, Ordering::Relaxed);
-            });
-            assert!(state.submit(0, Message::Job(0, job), 0).is_ok());
-        })
-    };
-    claim.recv_timeout(PATIENCE).unwrap();
+    let state = running(true);
+    let ran = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (release, producer) = held_push(&state, 0, adding(&ran, 1));
     let rounds = || state.stats.rounds.load(Ordering::Relaxed);
     let (before, start) = (rounds(), Instant::now());
     let advance = {

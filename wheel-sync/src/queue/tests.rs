@@ -162,27 +162,27 @@ fn multi_producer_every_item_once_in_producer_order() {
     assert_eq!(drops.load(Ordering::Relaxed), total);
 }
 
-#[test]
-fn a_queue_never_pushed_to_holds_no_block() {
-    let (producer, mut consumer) = channel::<u32>();
-    assert!(producer
+/// Whether a push has made the queue's first block.
+fn has_block<T>(producer: &Producer<T>) -> bool {
+    !producer
         .channel
         .tail
         .first
         .load(Ordering::Acquire)
-        .is_null());
+        .is_null()
+}
+
+#[test]
+fn a_queue_never_pushed_to_holds_no_block() {
+    let (producer, mut consumer) = channel::<u32>();
+    assert!(!has_block(&producer));
     assert!(!consumer.has_ready());
     assert_eq!(consumer.pop(), None);
     assert!(consumer.is_empty());
     consumer.close();
     assert_eq!(producer.push(1).map_err(|refused| refused.0), Err(1));
     // Refused before it claimed a place: still no block.
-    assert!(producer
-        .channel
-        .tail
-        .first
-        .load(Ordering::Acquire)
-        .is_null());
+    assert!(!has_block(&producer));
 }
 
 /// A first push racing the close: either it lands and is popped, or it is
