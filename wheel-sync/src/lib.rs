@@ -30,8 +30,13 @@
 //!   `Sleep`'s waker) right after it. A [`Sleep`] makes it on its first
 //!   poll, as tokio's does: a [`Timeout`] around a future that is ready at
 //!   once costs no timer.
-//! - **Submission never blocks** (and locks only to wake a sleeping driver,
-//!   at most once a sleep): a new timer waits in its thread's parking spot
+//! - **Submission never locks** (but to wake a sleeping driver, at most
+//!   once a sleep) **and waits only for a driver it has outrun**: a thread
+//!   whose spot's queue holds more than a round's worth of timers the
+//!   driver has not taken yields its core until the driver takes them (or
+//!   takes nothing for 10 ms), so threads that outnumber the cores cannot
+//!   grow the queues without bound ([`Stats::waits_for_driver`] counts the
+//!   waits). A new timer waits in its thread's parking spot
 //!   if one of the spot's few places is empty, else goes into the spot's
 //!   lock-free MPSC queue (a queue per spot, so threads on different
 //!   spots never write one tail); the one driver thread takes all of them

@@ -495,6 +495,21 @@ impl<T: Send> Producer<T> {
         self.channel.len()
     }
 
+    /// How many items the consumer has taken so far: it only grows.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let (producer, mut consumer) = wheel_sync::__private::queue::channel();
+    /// producer.push(1).unwrap();
+    /// assert_eq!(producer.taken(), 0);
+    /// consumer.pop();
+    /// assert_eq!(producer.taken(), 1);
+    /// ```
+    pub fn taken(&self) -> u64 {
+        self.channel.head.published.load(Ordering::Acquire)
+    }
+
     /// Whether [`len`](Self::len) is zero; approximate in the same way.
     ///
     /// # Examples

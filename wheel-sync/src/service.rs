@@ -149,6 +149,8 @@ impl TimerService {
     /// panic in `f`, or in the drop of what it captured, is caught and
     /// counted in [`Stats::panicked`].
     ///
+    /// It waits only for a driver this thread has outrun ([`Stats::waits_for_driver`]).
+    ///
     /// # Errors
     /// [`ScheduleError::Shutdown`] after shutdown;
     /// [`ScheduleError::TooManyPending`] when the limit is reached.
@@ -558,6 +560,7 @@ impl TimerService {
             rounds: load(&driver.rounds),
             max_filed_per_round: load(&driver.max_filed),
             max_fired_per_round: load(&driver.max_fired),
+            waits_for_driver: load(&driver.waits),
         }
     }
 

@@ -50,7 +50,10 @@
 //!    messages behind it in that queue: the driver then asks to be woken by
 //!    any message (`ANY`), and sleeps only with `ANY` in its word while
 //!    places in a queue are claimed; every push, whatever it is for, ends with this fence and
-//!    look. A cancel pushes nothing and wakes no one: the cancelled timer's
+//!    look. Every [`BATCH`] pushes to a queue, the pusher also wakes the
+//!    driver whatever its plan, and, should the queue hold more than
+//!    `BATCH` messages the driver has not taken, yields until it has
+//!    (`keep_up`: it reads the queue's progress and orders nothing). A cancel pushes nothing and wakes no one: the cancelled timer's
 //!    copy is still in the wheel, so the driver's plan is no later than its
 //!    deadline.
 //! 4. **The driver owns the wheels.** Only the driver thread touches them
@@ -137,11 +140,21 @@ use crate::sync::{thread, Mutex};
 use crate::{ScheduleError, ShutdownError, ShutdownReport};
 
 mod advance;
+mod keep_up;
+#[cfg(test)]
+pub(crate) use keep_up::KEEP_UP_PATIENCE;
 
 /// Messages filed and due timers fired per round at most: a burst of
 /// submissions never holds off what is due, nor a flood of due timers the
-/// submissions.
-pub(crate) const BATCH: usize = if cfg!(loom) { 2 } else { 4096 };
+/// submissions. Under loom two, and under miri, which runs a thousand
+/// times slower, 64: so that their tests cross a batch in a few steps.
+pub(crate) const BATCH: usize = if cfg!(loom) {
+    2
+} else if cfg!(miri) {
+    64
+} else {
+    4096
+};
 /// The longest the driver sleeps while timers are pending.
 pub(crate) const RECLAIM_EVERY: Duration = Duration::from_millis(100);
 
@@ -216,6 +229,8 @@ pub(crate) struct DriverStats {
     pub(crate) max_filed: AtomicU64,
     /// The most timers taken out of the wheels in one round.
     pub(crate) max_fired: AtomicU64,
+    /// Waits of producers for the driver to catch up (`keep_up`).
+    pub(crate) waits: AtomicU64,
 }
 
 impl DriverStats {
@@ -345,8 +360,12 @@ impl Shared {
         message: Message,
         look_by: u64,
     ) -> Result<(), Message> {
-        let seq = (self.queues[spot % SPOTS].push(message)).map_err(|closed| closed.0)?;
+        let queue = &self.queues[spot % SPOTS];
+        let seq = queue.push(message).map_err(|closed| closed.0)?;
         self.look_by(look_by, seq);
+        if seq % BATCH as u64 == BATCH as u64 - 1 {
+            self.keep_up(queue);
+        }
         Ok(())
     }
 

@@ -87,4 +87,11 @@ pub struct Stats {
     /// copies of cancelled or moved timers included). Bounded, however many
     /// are due at once: the queues are never left unread for long.
     pub max_fired_per_round: u64,
+    /// How many times a thread that schedules waited for the driver to
+    /// catch up: more than a round's worth of its timers were queued and
+    /// not yet taken, so it yielded its core until the driver took them
+    /// (or, should the driver take nothing for 10 ms, carried on). Zero
+    /// unless the threads that schedule outrun the driver, as they can when
+    /// they outnumber the cores.
+    pub waits_for_driver: u64,
 }

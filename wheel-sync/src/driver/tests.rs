@@ -349,3 +349,53 @@ impl Drop for DropFlag {
         self.0.store(true, Ordering::SeqCst);
     }
 }
+
+#[test]
+fn a_producer_more_than_a_batch_ahead_of_a_stuck_driver_waits_then_carries_on() {
+    use crate::shared::{BATCH, KEEP_UP_PATIENCE};
+    // No driver takes from the queue, as when it is stuck in a callback.
+    let clock = Clock::new(Duration::from_millis(1), false);
+    let (state, _consumers) = Shared::new(clock, usize::MAX);
+    let ran = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let push = || {
+        state.admit(0, true).unwrap();
+        assert!(state.submit(0, Message::Job(0, adding(&ran, 1)), 0).is_ok());
+    };
+    let waits = || state.stats.waits.load(Ordering::Relaxed);
+    for _ in 0..2 * BATCH - 1 {
+        push();
+    }
+    // At `BATCH` pushes the queue held a batch, no more: no wait.
+    assert_eq!(waits(), 0);
+    let start = Instant::now();
+    push();
+    assert_eq!(waits(), 1, "a push two batches ahead did not wait");
+    assert!(start.elapsed() >= KEEP_UP_PATIENCE);
+    assert_eq!(ran.load(Ordering::Relaxed), 0);
+}
+
+#[test]
+fn a_callback_that_schedules_a_flood_never_waits_for_its_own_driver() {
+    use crate::shared::BATCH;
+    let state = running(false);
+    let ran = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let flood = {
+        let (state, ran) = (Arc::clone(&state), Arc::clone(&ran));
+        crate::job::Job::new(move || {
+            // On the driver's thread, which takes nothing while this runs.
+            for _ in 0..2 * BATCH {
+                state.admit(0, true).unwrap();
+                assert!(state.submit(0, Message::Job(0, adding(&ran, 1)), 0).is_ok());
+            }
+        })
+    };
+    state.admit(1, true).unwrap();
+    assert!(state.submit(1, Message::Job(0, flood), 0).is_ok());
+    let start = Instant::now();
+    while ran.load(Ordering::Relaxed) < 2 * BATCH {
+        assert!(start.elapsed() < PATIENCE, "the flood never ran");
+        std::thread::yield_now();
+    }
+    assert_eq!(state.stats.waits.load(Ordering::Relaxed), 0);
+    state.shutdown().unwrap();
+}
