@@ -83,62 +83,15 @@ pub fn run(args: &TimeoutsArgs, imp: Impl) -> Result<TimeoutsOutcome, RunError> 
             let rt = wheel_bench::tokio_runtime()?;
             bench.drive(|lane| {
                 let _runtime = rt.enter();
-                let mut cx = Context::from_waker(Waker::noop());
                 // One queue per thread, as each connection task would own one.
-                let mut queue = DelayQueue::new();
-                if k == 1 {
-                    lane.count(|| {
-                        let key = queue.insert((), TIMEOUT);
-                        // The owning task polls it while it waits for the reply.
-                        let _ = queue.poll_expired(&mut cx);
-                        queue.remove(&key);
-                        Ok(())
-                    })
-                } else {
-                    queue_in_flight(
-                        lane,
-                        k,
-                        queue,
-                        |queue| {
-                            let key = queue.insert((), TIMEOUT);
-                            let _ = queue.poll_expired(&mut cx);
-                            key
-                        },
-                        |queue, key| {
-                            queue.remove(&key);
-                        },
-                    )
-                }
+                queue_requests(lane, k, DelayQueue::new())
             })
         }
         Impl::WheelQueue => {
             let service = TimerService::builder().build()?;
+            // One queue per thread, as for `delayqueue`.
             bench.drive(|lane| {
-                let mut cx = Context::from_waker(Waker::noop());
-                // One queue per thread, as for `delayqueue`.
-                let mut queue = wheel_sync::DelayQueue::with_service(&service);
-                if k == 1 {
-                    lane.count(|| {
-                        let key = queue.insert((), TIMEOUT);
-                        let _ = queue.poll_expired(&mut cx);
-                        queue.remove(&key);
-                        Ok(())
-                    })
-                } else {
-                    queue_in_flight(
-                        lane,
-                        k,
-                        queue,
-                        |queue| {
-                            let key = queue.insert((), TIMEOUT);
-                            let _ = queue.poll_expired(&mut cx);
-                            key
-                        },
-                        |queue, key| {
-                            queue.remove(&key);
-                        },
-                    )
-                }
+                queue_requests(lane, k, wheel_sync::DelayQueue::with_service(&service))
             })
         }
         Impl::Wheel => {
@@ -380,6 +333,60 @@ fn timers_in_flight(lane: &Lane<'_>, k: usize, service: &TimerService) -> Result
             Ok(())
         },
     )
+}
+
+/// What a request does with a delay queue its thread owns; tokio-util's
+/// `DelayQueue` and ours share the calls.
+trait RequestQueue {
+    type Key;
+    /// Inserts the request's timeout; the owning task polls the queue
+    /// while it waits for the reply.
+    fn start(&mut self, cx: &mut Context<'_>) -> Self::Key;
+    /// The reply came: removes the timeout.
+    fn finish(&mut self, key: &Self::Key);
+}
+
+/// Both queues' calls have the same names and shapes.
+macro_rules! request_queue {
+    ($queue:ty, $key:ty) => {
+        impl RequestQueue for $queue {
+            type Key = $key;
+
+            fn start(&mut self, cx: &mut Context<'_>) -> Self::Key {
+                let key = self.insert((), TIMEOUT);
+                let _ = self.poll_expired(cx);
+                key
+            }
+
+            fn finish(&mut self, key: &Self::Key) {
+                self.remove(key);
+            }
+        }
+    };
+}
+
+request_queue!(DelayQueue<()>, tokio_util::time::delay_queue::Key);
+request_queue!(wheel_sync::DelayQueue<()>, wheel_sync::delay_queue::Key);
+
+/// Counts requests on `queue`, one at a time (`k` = 1) or `k` in flight.
+fn queue_requests<Q: RequestQueue>(lane: &Lane<'_>, k: usize, queue: Q) -> Result<u64, RunError> {
+    let mut cx = Context::from_waker(Waker::noop());
+    if k == 1 {
+        let mut queue = queue;
+        lane.count(|| {
+            let key = queue.start(&mut cx);
+            queue.finish(&key);
+            Ok(())
+        })
+    } else {
+        queue_in_flight(
+            lane,
+            k,
+            queue,
+            |queue| queue.start(&mut cx),
+            |queue, key| queue.finish(&key),
+        )
+    }
 }
 
 /// [`in_flight`] of requests in a `queue` the thread owns: `start` inserts
