@@ -106,6 +106,7 @@ impl Driver {
     /// rather than wait on a driver that is gone.
     pub(crate) fn run(mut self) {
         self.spot = crate::lane::spot();
+        crate::lane::set_drives(&self.shared);
         let rounds = catch_unwind(AssertUnwindSafe(|| {
             let mut woken = false;
             while !self.shared.is_stopping() {

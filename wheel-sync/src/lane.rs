@@ -12,6 +12,7 @@
 //! Lanes do not keep the service running: its `TimerService` clones do.
 
 use core::cell::{Cell, RefCell};
+use core::ptr;
 
 use crate::shared::Shared;
 use crate::sync::Arc;
@@ -28,6 +29,9 @@ struct ThisThread {
     /// This thread's number plus one; 0 until drawn.
     number: Cell<usize>,
     lanes: RefCell<Vec<Arc<Lane>>>,
+    /// The address of the service this thread drives, if it is a driver
+    /// thread; 0 otherwise.
+    drives: Cell<usize>,
 }
 
 impl ThisThread {
@@ -35,6 +39,7 @@ impl ThisThread {
         Self {
             number: Cell::new(0),
             lanes: RefCell::new(Vec::new()),
+            drives: Cell::new(0),
         }
     }
 
@@ -77,6 +82,19 @@ loom::thread_local! {
 #[inline]
 pub(crate) fn spot() -> usize {
     THIS_THREAD.try_with(ThisThread::spot).unwrap_or(0)
+}
+
+/// Marks this thread as `shared`'s driver, for the rest of its life.
+pub(crate) fn set_drives(shared: &Shared) {
+    let _ = THIS_THREAD.try_with(|this| this.drives.set(ptr::from_ref(shared).addr()));
+}
+
+/// Whether this thread drives `shared` (see [`set_drives`]).
+#[inline]
+pub(crate) fn drives(shared: &Shared) -> bool {
+    THIS_THREAD
+        .try_with(|this| this.drives.get() == ptr::from_ref(shared).addr())
+        .unwrap_or(false)
 }
 
 /// This thread's lane to `shared`, made on first use.

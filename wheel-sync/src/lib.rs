@@ -31,12 +31,13 @@
 //!   poll, as tokio's does: a [`Timeout`] around a future that is ready at
 //!   once costs no timer.
 //! - **Submission never locks** (but to wake a sleeping driver, at most
-//!   once a sleep) **and waits only for a driver it has outrun**: a thread
-//!   whose spot's queue holds more than a round's worth of timers the
-//!   driver has not taken yields its core until the driver takes them (or
-//!   takes nothing for 10 ms), so threads that outnumber the cores cannot
-//!   grow the queues without bound ([`Stats::waits_for_driver`] counts the
-//!   waits). A new timer waits in its thread's parking spot
+//!   once a sleep) **and waits only for a driver it has outrun**: the
+//!   push that ends each few thousand to a spot's queue (a `schedule` of
+//!   any kind, a `Sleep`'s first poll or reset) waits until the driver
+//!   has taken that queue up to a few thousand before it, or until the
+//!   driver has taken nothing for 100 ms, so threads that outnumber the
+//!   cores cannot grow the queues without bound
+//!   ([`Stats::waits_for_driver`] counts the waits). A new timer waits in its thread's parking spot
 //!   if one of the spot's few places is empty, else goes into the spot's
 //!   lock-free MPSC queue (a queue per spot, so threads on different
 //!   spots never write one tail); the one driver thread takes all of them

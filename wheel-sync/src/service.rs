@@ -560,7 +560,7 @@ impl TimerService {
             rounds: load(&driver.rounds),
             max_filed_per_round: load(&driver.max_filed),
             max_fired_per_round: load(&driver.max_fired),
-            waits_for_driver: load(&driver.waits),
+            waits_for_driver: shared.spots.total(Count::Waits),
         }
     }
 

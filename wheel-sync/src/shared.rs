@@ -51,9 +51,10 @@
 //!    any message (`ANY`), and sleeps only with `ANY` in its word while
 //!    places in a queue are claimed; every push, whatever it is for, ends with this fence and
 //!    look. Every [`BATCH`] pushes to a queue, the pusher also wakes the
-//!    driver whatever its plan, and, should the queue hold more than
-//!    `BATCH` messages the driver has not taken, yields until it has
-//!    (`keep_up`: it reads the queue's progress and orders nothing). A cancel pushes nothing and wakes no one: the cancelled timer's
+//!    driver whatever its plan; then, should the driver not yet have taken
+//!    its queue up to `BATCH` messages before that push, the pusher waits
+//!    until it has (`keep_up`, after the look: it reads the queue's
+//!    progress, and orders nothing the protocol relies on). A cancel pushes nothing and wakes no one: the cancelled timer's
 //!    copy is still in the wheel, so the driver's plan is no later than its
 //!    deadline.
 //! 4. **The driver owns the wheels.** Only the driver thread touches them
@@ -141,8 +142,6 @@ use crate::{ScheduleError, ShutdownError, ShutdownReport};
 
 mod advance;
 mod keep_up;
-#[cfg(test)]
-pub(crate) use keep_up::KEEP_UP_PATIENCE;
 
 /// Messages filed and due timers fired per round at most: a burst of
 /// submissions never holds off what is due, nor a flood of due timers the
@@ -229,8 +228,6 @@ pub(crate) struct DriverStats {
     pub(crate) max_filed: AtomicU64,
     /// The most timers taken out of the wheels in one round.
     pub(crate) max_fired: AtomicU64,
-    /// Waits of producers for the driver to catch up (`keep_up`).
-    pub(crate) waits: AtomicU64,
 }
 
 impl DriverStats {
@@ -362,9 +359,10 @@ impl Shared {
     ) -> Result<(), Message> {
         let queue = &self.queues[spot % SPOTS];
         let seq = queue.push(message).map_err(|closed| closed.0)?;
-        self.look_by(look_by, seq);
-        if seq % BATCH as u64 == BATCH as u64 - 1 {
-            self.keep_up(queue);
+        let batch_ends = seq % BATCH as u64 == BATCH as u64 - 1;
+        self.look_by(look_by, batch_ends);
+        if batch_ends {
+            self.keep_up(spot, queue, seq);
         }
         Ok(())
     }
@@ -377,7 +375,7 @@ impl Shared {
     pub(crate) fn park(&self, spot: usize, message: EntryRef, look_by: u64) -> bool {
         match self.spots.park(spot, message) {
             Ok(()) => {
-                self.look_by(look_by, 0);
+                self.look_by(look_by, false);
                 true
             }
             // Taken (or closed): queued instead, so that no message is ever
@@ -387,18 +385,17 @@ impl Shared {
         }
     }
 
-    /// The producer's half of the wake-up (rule 3), after a send whose
-    /// sequence number in its queue is `seq`. A sleeping driver is also
-    /// woken once per [`BATCH`] pushes to a queue, whatever their ticks,
-    /// so that a burst is filed as it comes: left queued, it would take
-    /// the queue's memory as well as the wheel's. (A burst spread over
-    /// every spot's queue may reach `SPOTS` times that before the driver
-    /// wakes, or before the cap on its sleep, [`RECLAIM_EVERY`], ends it.)
+    /// The producer's half of the wake-up (rule 3), after a send; a push
+    /// that `batch_ends` (the last of each [`BATCH`] pushes to its queue)
+    /// wakes a sleeping driver whatever its plan, so that a burst is filed
+    /// as it comes: left queued, it would take the queue's memory as well
+    /// as the wheel's. (A burst spread over every spot's queue may reach
+    /// `SPOTS` times that before the driver wakes, or before the cap on
+    /// its sleep, [`RECLAIM_EVERY`], ends it.)
     #[inline]
-    fn look_by(&self, look_by: u64, seq: u64) {
+    fn look_by(&self, look_by: u64, batch_ends: bool) {
         fence(Ordering::SeqCst);
-        let wake_anyway = seq % BATCH as u64 == BATCH as u64 - 1;
-        self.wake_driver_if(|planned| look_by < planned || wake_anyway);
+        self.wake_driver_if(|planned| look_by < planned || batch_ends);
     }
 
     /// An entry whose message is still queued or parked now wants the
@@ -512,10 +509,10 @@ impl Shared {
         self.word.store(SHUT_DOWN, Ordering::Release);
     }
 
+    /// Whether this is the driver's thread (a callback, a wake): read from
+    /// the thread itself, no lock taken.
     pub(crate) fn on_driver_thread(&self) -> bool {
-        lock(&self.driver)
-            .as_ref()
-            .is_some_and(|d| d.id() == thread::current().id())
+        crate::lane::drives(self)
     }
 
     // ---- Shutdown (rule 7) ----

@@ -91,6 +91,7 @@ pub(crate) struct Spot {
     cancelled: AtomicU64,
     released: AtomicU64,
     dead: AtomicU64,
+    waits: AtomicU64,
 }
 
 impl Spot {
@@ -100,6 +101,7 @@ impl Spot {
             Count::Cancelled => &self.cancelled,
             Count::Released => &self.released,
             Count::Dead => &self.dead,
+            Count::Waits => &self.waits,
         }
     }
 }
@@ -116,6 +118,9 @@ pub(crate) enum Count {
     /// Copies in the driver's wheel that cancels left dead (see `shared`,
     /// rule 4); not a count of timers.
     Dead,
+    /// Waits of its threads for the driver to catch up (`keep_up`); not a
+    /// count of timers.
+    Waits,
 }
 
 /// A service's spots.

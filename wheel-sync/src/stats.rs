@@ -88,10 +88,10 @@ pub struct Stats {
     /// are due at once: the queues are never left unread for long.
     pub max_fired_per_round: u64,
     /// How many times a thread that schedules waited for the driver to
-    /// catch up: more than a round's worth of its timers were queued and
-    /// not yet taken, so it yielded its core until the driver took them
-    /// (or, should the driver take nothing for 10 ms, carried on). Zero
-    /// unless the threads that schedule outrun the driver, as they can when
-    /// they outnumber the cores.
+    /// catch up: the push that ends each 4096 to its spot's queue found
+    /// the driver more than 4096 messages behind it, and waited until the
+    /// driver had taken them (or had taken nothing for 100 ms). Zero
+    /// unless the threads that schedule outrun the driver, as they can
+    /// when they outnumber the cores or the callbacks are slow.
     pub waits_for_driver: u64,
 }

@@ -4,45 +4,61 @@
 //! cores, eight threads each with more timers in flight than their spot has
 //! places leave the driver a ninth of the CPU, and their queues would grow
 //! by hundreds of MiB a second, every message a cancelled timer the driver
-//! has yet to take. So a producer whose queue holds more than a round's
-//! worth ([`BATCH`]) yields its core until the driver is back within it,
-//! looking only every `BATCH` pushes, where it wakes the driver anyway
-//! (rule 3). It orders nothing: it reads how far the driver has taken its
-//! queue, and yields.
+//! has yet to take. So the push that ends each [`BATCH`] pushes to a queue
+//! (where the pusher wakes the driver anyway, rule 3) waits until the
+//! driver has taken the queue up to `BATCH` messages before it: the
+//! pusher's own backlog, fixed as it starts to wait, so later pushes by
+//! other threads do not hold it. It gives up once the driver has taken
+//! nothing for [`RECLAIM_EVERY`], the longest the driver sleeps with
+//! timers pending: a driver that takes nothing for that long with a batch
+//! waiting is stuck (in a slow callback, or behind a push another thread
+//! claimed and has not written), and the producer carries on. It reads
+//! how far the driver has taken the queue, and orders nothing the protocol
+//! relies on.
 
-use std::time::{Duration, Instant};
+use core::time::Duration;
+use std::time::Instant;
 
-use super::{Message, Shared, BATCH};
+use super::{Message, Shared, BATCH, RECLAIM_EVERY};
 use crate::queue::Producer;
-use crate::sync::atomic::Ordering;
-
-/// How long a producer waits for a driver that takes nothing from its
-/// queue (stuck in a slow callback, or behind a push another thread
-/// claimed and has not written) before it carries on regardless.
-pub(crate) const KEEP_UP_PATIENCE: Duration = Duration::from_millis(10);
+use crate::spot::Count;
+use crate::sync::Backoff;
 
 impl Shared {
-    /// Yields while `queue` holds more than [`BATCH`] messages and the
-    /// driver keeps taking from it (within [`KEEP_UP_PATIENCE`]), unless the
+    /// After the push at `seq` to `queue`, spot `spot`'s, that ends a
+    /// batch: waits for the driver (see the module's docs), unless the
     /// service is shutting down or this is the driver's own thread (a
-    /// callback that schedules). Under loom, a no-op: it orders nothing,
-    /// and a model's queue never holds a batch.
+    /// callback that schedules). Under loom, nothing: the wait reads the
+    /// real clock and yields to the OS, which loom cannot schedule around,
+    /// and leaving it out takes no ordering from the models.
     #[cold]
-    pub(super) fn keep_up(&self, queue: &Producer<Message>) {
-        if cfg!(loom) || queue.len() <= BATCH || self.on_driver_thread() {
+    pub(super) fn keep_up(&self, spot: usize, queue: &Producer<Message>, seq: u64) {
+        if !cfg!(loom) {
+            self.keep_up_for(spot, queue, seq, RECLAIM_EVERY);
+        }
+    }
+
+    /// [`keep_up`](Self::keep_up), giving up after `patience` without
+    /// progress.
+    fn keep_up_for(&self, spot: usize, queue: &Producer<Message>, seq: u64, patience: Duration) {
+        let target = (seq + 1).saturating_sub(BATCH as u64);
+        if queue.taken() >= target || self.is_stopping() || self.on_driver_thread() {
             return;
         }
-        self.stats.waits.fetch_add(1, Ordering::Relaxed);
-        let mut taken = queue.taken();
-        let mut since = Instant::now();
-        while queue.len() > BATCH && !self.is_stopping() {
-            std::thread::yield_now();
+        self.spots.count(spot, Count::Waits, 1);
+        let backoff = Backoff::new();
+        let (mut taken, mut since) = (queue.taken(), Instant::now());
+        while taken < target && !self.is_stopping() {
+            backoff.snooze();
             let now = queue.taken();
             if now != taken {
                 (taken, since) = (now, Instant::now());
-            } else if since.elapsed() >= KEEP_UP_PATIENCE {
+            } else if since.elapsed() >= patience {
                 return;
             }
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
