@@ -337,6 +337,7 @@ impl Entry {
     /// if no longer pending; else whether the driver has filed the timer:
     /// `QUEUED` was clear, so the driver took the last message, and the
     /// word, pending since, was pending then (its copy is now dead).
+    #[inline]
     pub(crate) fn cancel(&self) -> Option<bool> {
         let old = self.update(|w| (state_of(w) == PENDING).then_some((w & !STATE) | CANCELLED))?;
         Some(old & QUEUED == 0)

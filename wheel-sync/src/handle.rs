@@ -43,6 +43,7 @@ impl TimerHandle {
     /// let handle = timers.schedule(Duration::from_secs(1), || ()).unwrap();
     /// assert!(handle.cancel());
     /// ```
+    #[inline]
     pub fn cancel(&self) -> bool {
         self.lane.shared.cancel(self.lane.spot, &self.entry)
     }

@@ -167,6 +167,7 @@ impl TimerService {
     /// rx.recv().unwrap();
     /// assert!(start.elapsed() >= Duration::from_millis(3));
     /// ```
+    #[inline]
     pub fn schedule(
         &self,
         delay: Duration,
@@ -189,6 +190,7 @@ impl TimerService {
     /// let handle = timers.schedule_at(Instant::now() + Duration::from_secs(5), || ()).unwrap();
     /// assert!(handle.cancel());
     /// ```
+    #[inline]
     pub fn schedule_at(
         &self,
         deadline: Instant,
@@ -287,6 +289,7 @@ impl TimerService {
         }
     }
 
+    #[inline]
     fn schedule_tick(
         &self,
         tick: u64,
