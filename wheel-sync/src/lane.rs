@@ -89,12 +89,13 @@ pub(crate) fn set_drives(shared: &Shared) {
     let _ = THIS_THREAD.try_with(|this| this.drives.set(ptr::from_ref(shared).addr()));
 }
 
-/// Whether this thread drives `shared` (see [`set_drives`]).
+/// Whether this thread drives `shared` (see [`set_drives`]); `None` in
+/// the thread's teardown, once its mark is gone.
 #[inline]
-pub(crate) fn drives(shared: &Shared) -> bool {
+pub(crate) fn drives(shared: &Shared) -> Option<bool> {
     THIS_THREAD
         .try_with(|this| this.drives.get() == ptr::from_ref(shared).addr())
-        .unwrap_or(false)
+        .ok()
 }
 
 /// This thread's lane to `shared`, made on first use.

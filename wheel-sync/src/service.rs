@@ -149,7 +149,7 @@ impl TimerService {
     /// panic in `f`, or in the drop of what it captured, is caught and
     /// counted in [`Stats::panicked`].
     ///
-    /// It waits only for a driver this thread has outrun ([`Stats::waits_for_driver`]).
+    /// It waits only for a driver its spot's threads have outrun ([`Stats::waits_for_driver`]).
     ///
     /// # Errors
     /// [`ScheduleError::Shutdown`] after shutdown;

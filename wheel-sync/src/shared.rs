@@ -510,9 +510,14 @@ impl Shared {
     }
 
     /// Whether this is the driver's thread (a callback, a wake): read from
-    /// the thread itself, no lock taken.
+    /// the thread itself, no lock taken; in the thread's teardown, once its
+    /// own mark is gone, from the driver's handle under its lock.
     pub(crate) fn on_driver_thread(&self) -> bool {
-        crate::lane::drives(self)
+        crate::lane::drives(self).unwrap_or_else(|| {
+            lock(&self.driver)
+                .as_ref()
+                .is_some_and(|d| d.id() == thread::current().id())
+        })
     }
 
     // ---- Shutdown (rule 7) ----

@@ -3,7 +3,8 @@
 //!
 //! The protocol's atomics, locks and threads come from here, never from `std::sync`,
 //! `std::thread` or `loom` directly; what loom need not explore (statistics, `run_paused`'s
-//! wait, a producer's wait for the driver (`keep_up`), the thread-locals' own declarations) names `std` or loom itself. The shim is gated on `cfg(loom)` alone (not `cfg(all(test, loom))`)
+//! wait, the thread-locals' own declarations) names `std` or loom itself. A producer's wait
+//! for the driver (`keep_up`) uses this door but is skipped under loom (see there). The shim is gated on `cfg(loom)` alone (not `cfg(all(test, loom))`)
 //! because the models are integration tests, which build this crate without `cfg(test)`.
 
 #[cfg(not(loom))]
@@ -28,10 +29,10 @@ pub(crate) mod atomic {
 /// Spawning, parking and yielding.
 pub(crate) mod thread {
     #[cfg(not(loom))]
-    pub(crate) use std::thread::{park, JoinHandle, Thread};
+    pub(crate) use std::thread::{current, park, JoinHandle, Thread};
 
     #[cfg(loom)]
-    pub(crate) use loom::thread::{park, JoinHandle, Thread};
+    pub(crate) use loom::thread::{current, park, JoinHandle, Thread};
 
     #[cfg(not(loom))]
     pub(crate) use std::thread::park_timeout;

@@ -36,16 +36,28 @@ fn push(state: &Shared, n: usize) -> u64 {
     last
 }
 
-/// A thread that waits, as the push at `seq` would, with no patience
-/// limit; returns once it has started waiting.
-fn waiting(state: &Arc<Shared>, seq: u64) -> JoinHandle<()> {
+/// A thread that waits, as the push at `seq` would, giving up after
+/// `patience` without progress; returns once it has started waiting.
+fn waiting_for(state: &Arc<Shared>, seq: u64, patience: Duration) -> JoinHandle<()> {
     let before = state.spots.total(Count::Waits);
     let waiter = {
         let state = Arc::clone(state);
-        std::thread::spawn(move || state.keep_up_for(0, &state.queues[0], seq, FOREVER))
+        std::thread::spawn(move || state.keep_up_for(0, &state.queues[0], seq, patience))
     };
     until(|| state.spots.total(Count::Waits) > before);
     waiter
+}
+
+/// [`waiting_for`] with no patience limit.
+fn waiting(state: &Arc<Shared>, seq: u64) -> JoinHandle<()> {
+    waiting_for(state, seq, FOREVER)
+}
+
+/// Counts a timer in on spot 0 and submits it there, as a detached
+/// callback's schedule does.
+fn submit(state: &Shared) {
+    state.admit(0, true).unwrap();
+    assert!(state.submit(0, Message::Job(0, Job::new(|| ())), 0).is_ok());
 }
 
 fn until(done: impl Fn() -> bool) {
@@ -98,18 +110,43 @@ fn a_shutdown_ends_the_wait() {
 #[test]
 fn a_push_that_ends_a_batch_two_ahead_of_a_driver_that_takes_nothing_carries_on() {
     let (state, _consumers) = undriven();
-    let submit = || {
-        state.admit(0, true).unwrap();
-        assert!(state.submit(0, Message::Job(0, Job::new(|| ())), 0).is_ok());
-    };
     for _ in 0..2 * BATCH - 1 {
-        submit();
+        submit(&state);
     }
     // The push that ended the first batch found the driver a batch behind
     // it, no more: no wait.
     assert_eq!(state.spots.total(Count::Waits), 0);
-    let start = Instant::now();
-    submit();
+    let last = {
+        let state = Arc::clone(&state);
+        std::thread::spawn(move || {
+            let start = Instant::now();
+            submit(&state);
+            start.elapsed()
+        })
+    };
+    until(|| last.is_finished());
+    let took = last.join().unwrap();
     assert_eq!(state.spots.total(Count::Waits), 1, "it did not wait");
-    assert!(start.elapsed() >= RECLAIM_EVERY);
+    assert!(took >= RECLAIM_EVERY);
+}
+
+#[test]
+fn a_driver_that_keeps_taking_keeps_the_waiter_past_its_patience() {
+    let (state, mut consumers) = undriven();
+    let seq = push(&state, 2 * BATCH);
+    let patience = Duration::from_millis(500);
+    let waiter = waiting_for(&state, seq, patience);
+    // Eight takes 100 ms apart: 700 ms of progress, past the patience,
+    // with no gap near it.
+    for take in 0..8 {
+        if take > 0 {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert!(!waiter.is_finished(), "it gave up on a driver still taking");
+        for _ in 0..BATCH / 8 {
+            assert!(consumers[0].pop().is_some());
+        }
+    }
+    until(|| waiter.is_finished());
+    waiter.join().unwrap();
 }
