@@ -362,7 +362,7 @@ impl Shared {
         let batch_ends = seq % BATCH as u64 == BATCH as u64 - 1;
         self.look_by(look_by, batch_ends);
         if batch_ends {
-            self.keep_up(spot, queue, seq);
+            self.keep_up(spot, seq);
         }
         Ok(())
     }

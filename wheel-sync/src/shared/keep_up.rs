@@ -19,28 +19,27 @@
 use core::time::Duration;
 use std::time::Instant;
 
-use super::{Message, Shared, BATCH, RECLAIM_EVERY};
-use crate::queue::Producer;
-use crate::spot::Count;
+use super::{Shared, BATCH, RECLAIM_EVERY};
+use crate::spot::{Count, SPOTS};
 use crate::sync::Backoff;
 
 impl Shared {
-    /// After the push at `seq` to `queue`, spot `spot`'s, that ends a
-    /// batch: waits for the driver (see the module's docs), unless the
+    /// After the push at `seq` to spot `spot`'s queue that ends a batch: waits for the driver (see the module's docs), unless the
     /// service is shutting down or this is the driver's own thread (a
     /// callback that schedules). Under loom, nothing: the wait reads the
     /// real clock and yields to the OS, which loom cannot schedule around,
     /// and leaving it out takes no ordering from the models.
     #[cold]
-    pub(super) fn keep_up(&self, spot: usize, queue: &Producer<Message>, seq: u64) {
+    pub(super) fn keep_up(&self, spot: usize, seq: u64) {
         if !cfg!(loom) {
-            self.keep_up_for(spot, queue, seq, RECLAIM_EVERY);
+            self.keep_up_for(spot, seq, RECLAIM_EVERY);
         }
     }
 
     /// [`keep_up`](Self::keep_up), giving up after `patience` without
     /// progress.
-    fn keep_up_for(&self, spot: usize, queue: &Producer<Message>, seq: u64, patience: Duration) {
+    fn keep_up_for(&self, spot: usize, seq: u64, patience: Duration) {
+        let queue = &self.queues[spot % SPOTS];
         let target = (seq + 1).saturating_sub(BATCH as u64);
         if queue.taken() >= target || self.is_stopping() || self.on_driver_thread() {
             return;

@@ -8,6 +8,7 @@ use super::*;
 use crate::clock::Clock;
 use crate::job::Job;
 use crate::queue::Consumer;
+use crate::shared::Message;
 use crate::sync::Arc;
 
 /// How long a step may take before a test gives up (miri runs slower).
@@ -42,7 +43,7 @@ fn waiting_for(state: &Arc<Shared>, seq: u64, patience: Duration) -> JoinHandle<
     let before = state.spots.total(Count::Waits);
     let waiter = {
         let state = Arc::clone(state);
-        std::thread::spawn(move || state.keep_up_for(0, &state.queues[0], seq, patience))
+        std::thread::spawn(move || state.keep_up_for(0, seq, patience))
     };
     until(|| state.spots.total(Count::Waits) > before);
     waiter
