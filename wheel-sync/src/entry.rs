@@ -74,6 +74,11 @@ pub(crate) struct Entry {
     /// pass over its copies. Producers never read it; it is atomic only so
     /// that the entry is `Sync` without `unsafe`.
     marks: AtomicU8,
+    /// The spot's place its message was last parked in, written by its
+    /// owner before each park, read by its owner's cancel: where to look
+    /// first. A hint only: a cancel takes the message back only if the
+    /// place holds this entry.
+    place: AtomicU8,
     vtable: &'static VTable,
 }
 
@@ -154,6 +159,7 @@ impl<A: Action> EntryRef<A> {
                 word: AtomicU64::new(queued_pending(tick)),
                 refs: AtomicU32::new(2),
                 marks: AtomicU8::new(0),
+                place: AtomicU8::new(0),
                 vtable: Timer::<A>::VTABLE,
             },
             action,
@@ -417,6 +423,19 @@ impl Entry {
     #[inline]
     pub(crate) fn is_shared(&self) -> bool {
         self.refs.load(Ordering::Relaxed) > 1
+    }
+
+    /// The spot's place its message was last parked in (a hint: see the
+    /// field).
+    #[inline]
+    pub(crate) fn place(&self) -> usize {
+        usize::from(self.place.load(Ordering::Relaxed))
+    }
+
+    /// Records the place its message is about to be parked in.
+    #[inline]
+    pub(crate) fn set_place(&self, place: u8) {
+        self.place.store(place, Ordering::Relaxed);
     }
 
     /// Driver-only: records whether its newest copy is live, and returns

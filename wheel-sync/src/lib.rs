@@ -38,11 +38,12 @@
 //!   driver has taken nothing for 100 ms, so threads that outnumber the
 //!   cores cannot grow the queues without bound
 //!   ([`Stats::waits_for_driver`] counts the waits). A new timer waits in its thread's parking spot
-//!   if one of the spot's few places is empty, else goes into the spot's
+//!   if it finds an empty place there (a spot has 64; a park looks at the
+//!   eight after the one last parked in), else goes into the spot's
 //!   lock-free MPSC queue (a queue per spot, so threads on different
 //!   spots never write one tail); the one driver thread takes all of them
 //!   each round. A cancel takes a parked timer back, so a request timeout
-//!   answered in time, with a handful in flight on its thread, never
+//!   answered in time, with up to 64 in flight on its thread, never
 //!   reaches the driver. Each thread counts
 //!   its timers, and the handles it makes hold the service, on lines it
 //!   owns, however the service is held (by reference, a clone per task, the

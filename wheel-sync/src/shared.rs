@@ -29,8 +29,8 @@
 //!
 //!    A message goes through its thread's spot's queue (a queue per spot,
 //!    so threads on different spots never write one tail) or, for a new
-//!    timer with an entry, waits in the spot itself (`spot`) if one of its
-//!    places is empty. The
+//!    timer with an entry, waits in the spot itself (`spot`) if one of the
+//!    places a park looks at is empty. The
 //!    driver takes every parked message each round, so a parked message is
 //!    as good as a queued one to every rule here; a cancel through the
 //!    timer's handle takes it back from the spot of the handle's lane, and
@@ -424,7 +424,7 @@ impl Shared {
         if filed {
             self.spots.count(spot, Count::Dead, 1);
         } else {
-            self.spots.retract(spot, entry.as_ptr());
+            self.spots.retract(spot, entry);
         }
         self.spots.count(spot, Count::Cancelled, 1);
         self.uncount_limited(1);

@@ -1,6 +1,6 @@
-//! A parking spot: one per lane index, next to its queue, holding a few
-//! parked timers (a cache line of places) and its threads' counts, on
-//! lines of its own.
+//! A parking spot: one per lane index, next to its queue, holding its
+//! threads' parked timers (as many places as a thread keeps requests in
+//! flight) and their counts, on lines of their own.
 //!
 //! # Ground rules
 //!
@@ -10,7 +10,12 @@
 //!   empty place only; a spot with none empty leaves the new message to the
 //!   spot's queue, so a message is always parked or queued, never in a
 //!   thread's hands. Each place keeps these rules on its own; the places
-//!   are only looked at in turn.
+//!   are only looked at in turn. A park looks at a cache line's worth of
+//!   places, from the one after the place last parked in (the spot's
+//!   cursor, a hint its threads race on harmlessly), so that a thread
+//!   with several requests in flight finds the place its oldest request
+//!   left, and a full spot costs a park one line of loads. The entry
+//!   records the place its message went to, for its cancel.
 //! - A parked message is as good as a queued one (rules 2 and 3 of
 //!   `shared`): the driver takes every parked message each round, and
 //!   looks at the spots after its fence before it sleeps.
@@ -18,10 +23,12 @@
 //!   (`closed()`), taking what was parked, and no park succeeds after (the message goes
 //!   to the spot's queue, which the driver closes too, and is refused there).
 //! - A cancel takes a parked timer's message back with a compare-exchange
-//!   on its place in the spot of its handle's lane (the spot it was parked
-//!   in): the driver never sees that timer. So a thread with up to
-//!   `PLACES` requests in flight, each cancelled before the driver's next
-//!   round, hands the driver none of them.
+//!   on the place it records, in the spot of its handle's lane (the spot
+//!   it was parked in): the driver never sees that timer. The record is a
+//!   hint: the exchange succeeds only if that place holds this entry's
+//!   message, and an entry has at most one message on its way. So a
+//!   thread with up to `PLACES` requests in flight, each cancelled before
+//!   the driver's next round, hands the driver none of them.
 //! - `owners` counts the `TimerService` clones made on the spot's threads,
 //!   each counted out where it was counted in, with a version above the
 //!   count that every change bumps. A clone is made only from a clone, so
@@ -51,15 +58,31 @@ use core::ptr;
 use crossbeam_utils::CachePadded;
 
 use crate::entry::{Entry, EntryRef};
-use crate::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
+use crate::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicU8, Ordering};
 
 /// Spots per service; under loom, two (its model threads share one OS
 /// thread, and so may share a spot: the shared case).
 pub(crate) const SPOTS: usize = if cfg!(loom) { 2 } else { 64 };
 
-/// Places in a spot for parked messages: a cache line of pointers (under
-/// loom, two, so that its models meet a spot with one place taken).
+/// Places in a spot for parked messages: enough for the requests its
+/// threads keep in flight, so that those cancelled before the driver's
+/// next round never reach it. Under loom, two, so that its models meet a
+/// spot with one place taken; under miri, a line's worth, as the driver
+/// looks at every place each round. At most 256: an entry records its
+/// place in a byte.
 pub(crate) const PLACES: usize = if cfg!(loom) {
+    2
+} else if cfg!(miri) {
+    PROBES
+} else {
+    64
+};
+const _: () = assert!(PLACES <= 256);
+
+/// How many places a park looks at, from the spot's cursor: a cache line
+/// of them, so that a full spot (a burst of timers) costs a park a line's
+/// loads, not every place's.
+const PROBES: usize = if cfg!(loom) {
     2
 } else {
     64 / core::mem::size_of::<usize>()
@@ -82,9 +105,10 @@ const COUNT: u64 = (1 << 32) - 1;
 const VERSION: u64 = 1 << 32;
 
 /// One spot: its parked messages and its threads' counts.
-#[derive(Default)]
 pub(crate) struct Spot {
     places: [AtomicPtr<Entry>; PLACES],
+    /// The place after the one last parked in: where a park starts to look.
+    next: AtomicU8,
     /// `TimerService` clones counted here, below a version (ground rules).
     owners: AtomicU64,
     scheduled: AtomicU64,
@@ -92,6 +116,21 @@ pub(crate) struct Spot {
     released: AtomicU64,
     dead: AtomicU64,
     waits: AtomicU64,
+}
+
+impl Default for Spot {
+    fn default() -> Self {
+        Self {
+            places: core::array::from_fn(|_| AtomicPtr::default()),
+            next: AtomicU8::default(),
+            owners: AtomicU64::default(),
+            scheduled: AtomicU64::default(),
+            cancelled: AtomicU64::default(),
+            released: AtomicU64::default(),
+            dead: AtomicU64::default(),
+            waits: AtomicU64::default(),
+        }
+    }
 }
 
 impl Spot {
@@ -138,53 +177,59 @@ impl Spots {
         }
     }
 
-    /// Parks `message` in an empty place of spot `index`; if there is none
-    /// (all taken, or closed), hands it back, for the caller to queue.
+    /// Parks `message` in an empty place of spot `index`, looking at
+    /// [`PROBES`] places from the one after the place last parked in; if
+    /// none is empty (taken, or closed), hands it back, for the caller to
+    /// queue.
     #[inline]
     pub(crate) fn park(&self, index: usize, message: EntryRef) -> Result<(), EntryRef> {
-        let ptr = message.into_raw();
-        for place in &self.spot(index).places {
+        let spot = self.spot(index);
+        let ptr = message.as_ptr();
+        let start = usize::from(spot.next.load(Ordering::Relaxed));
+        for i in (start..start + PROBES).map(|i| i % PLACES) {
+            let place = &spot.places[i];
             // A plain load first: a taken place costs no locked instruction.
-            if place.load(Ordering::Relaxed).is_null()
-                && (place.compare_exchange(
-                    ptr::null_mut(),
-                    ptr,
-                    Ordering::AcqRel,
-                    Ordering::Relaxed,
-                ))
+            if !place.load(Ordering::Relaxed).is_null() {
+                continue;
+            }
+            // Recorded while this thread alone holds the message; only the
+            // entry's owner reads it, in a cancel after this call.
+            message.set_place(i as u8);
+            if place
+                .compare_exchange(ptr::null_mut(), ptr, Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok()
             {
+                spot.next.store(((i + 1) % PLACES) as u8, Ordering::Relaxed);
+                // The place holds the reference now.
+                let _ = message.into_raw();
                 return Ok(());
             }
-            // Taken, or lost to another thread of the spot or to a close:
-            // the next place.
+            // Lost to another thread of the spot or to a close: the next place.
         }
-        // SAFETY: `ptr` came from `into_raw` above and no place took it:
-        // this thread still owns the reference.
-        Err(unsafe { EntryRef::from_raw(ptr) })
+        Err(message)
     }
 
-    /// Takes `entry`'s message back if it is still parked in spot `index`;
-    /// returns whether it did.
+    /// Takes `entry`'s message back if it is still parked in spot `index`
+    /// (in the place it records); returns whether it did.
     #[inline]
-    pub(crate) fn retract(&self, index: usize, entry: *mut Entry) -> bool {
-        let places = &self.spot(index).places;
-        // Plain loads first: a locked instruction only on the place that
-        // holds it, if any (the spot was full, or the driver swept it).
-        let Some(place) = places.iter().find(|p| p.load(Ordering::Relaxed) == entry) else {
-            return false;
-        };
-        if place
-            .compare_exchange(entry, ptr::null_mut(), Ordering::AcqRel, Ordering::Relaxed)
-            .is_err()
-        {
-            // The driver took it meanwhile (an entry has one message on its
-            // way at most, so it is in no other place).
+    pub(crate) fn retract(&self, index: usize, entry: &Entry) -> bool {
+        let ptr = ptr::from_ref(entry).cast_mut();
+        let place = &self.spot(index).places[entry.place()];
+        // A plain load first: a locked instruction only if the place holds
+        // it (it does unless the spot was full or the driver took it).
+        if place.load(Ordering::Relaxed) != ptr {
             return false;
         }
-        // SAFETY: as in `park`: the exchange made this thread the taker of
-        // the reference the place held.
-        drop(unsafe { EntryRef::from_raw(entry) });
+        // Lost, the driver took it meanwhile: an entry has one message on
+        // its way at most, so it is in no other place.
+        let Ok(taken) =
+            place.compare_exchange(ptr, ptr::null_mut(), Ordering::AcqRel, Ordering::Relaxed)
+        else {
+            return false;
+        };
+        // SAFETY: the exchange made this thread the taker of the reference
+        // the place held, which `park` gave up by `into_raw`.
+        drop(unsafe { EntryRef::from_raw(taken) });
         true
     }
 
@@ -364,16 +409,16 @@ mod tests {
             .collect();
         let refused = spots.park(3, b_msg).expect_err("spot 3 is full");
         assert_eq!(refused.as_ptr(), b.as_ptr());
-        assert!(!spots.retract(3, b.as_ptr()), "b was never parked");
-        assert!(!spots.retract(4, a.as_ptr()), "a is parked in spot 3");
-        assert!(spots.retract(3, a.as_ptr()));
-        assert!(!spots.retract(3, a.as_ptr()), "taken back once");
+        assert!(!spots.retract(3, &b), "b was never parked");
+        assert!(!spots.retract(4, &a), "a is parked in spot 3");
+        assert!(spots.retract(3, &a));
+        assert!(!spots.retract(3, &a), "taken back once");
         // a's place is free again, and only it.
         let (c, c_msg) = message(3);
         assert!(spots.park(3, c_msg).is_ok());
-        assert!(spots.retract(3, c.as_ptr()));
+        assert!(spots.retract(3, &c));
         for other in &others {
-            assert!(spots.retract(3, other.as_ptr()));
+            assert!(spots.retract(3, other));
         }
         assert!(!spots.any_parked());
         assert!(spots.park(5, refused).is_ok());
@@ -404,6 +449,86 @@ mod tests {
         assert!(!spots.any_parked());
     }
 
+    /// Where each place of spot `index` points.
+    fn places(spots: &Spots, index: usize) -> Vec<*mut Entry> {
+        let spot = spots.spot(index);
+        spot.places
+            .iter()
+            .map(|p| p.load(Ordering::Relaxed))
+            .collect()
+    }
+
+    #[test]
+    fn parks_go_round_from_the_cursor_and_a_cancel_finds_the_place_recorded() {
+        let spots = Spots::new();
+        let (a, a_msg) = message(1);
+        let (b, b_msg) = message(2);
+        let (c, c_msg) = message(3);
+        assert!(spots.park(4, a_msg).is_ok());
+        assert!(spots.park(4, b_msg).is_ok());
+        assert!(spots.retract(4, &a));
+        // Place 0 is free again, but the next park starts after b's place:
+        // the place a thread's oldest request left, not its newest.
+        assert!(spots.park(4, c_msg).is_ok());
+        assert_eq!(
+            places(&spots, 4)[..3],
+            [ptr::null_mut(), b.as_ptr(), c.as_ptr()]
+        );
+        assert!(spots.retract(4, &c), "found where it was parked");
+        assert!(spots.retract(4, &b));
+        assert!(!spots.any_parked());
+    }
+
+    // Under miri a spot is one line: no place lies past the line a park
+    // looks at.
+    #[cfg(not(miri))]
+    #[test]
+    fn a_park_looks_at_a_line_of_places_from_the_cursor_then_gives_up() {
+        let spots = Spots::new();
+        let owners: Vec<EntryRef> = (0..PLACES)
+            .map(|i| {
+                let (owner, msg) = message(i as u64);
+                assert!(spots.park(6, msg).is_ok(), "place {i} is free");
+                owner
+            })
+            .collect();
+        // The cursor is back at place 0. A place past the line it starts
+        // is free, but a park does not look that far.
+        assert!(spots.retract(6, &owners[PROBES]));
+        let (d, d_msg) = message(100);
+        let refused = spots.park(6, d_msg).expect_err("no place free in the line");
+        assert_eq!(refused.as_ptr(), d.as_ptr());
+        // One free within the line: taken.
+        assert!(spots.retract(6, &owners[PROBES - 1]));
+        assert!(spots.park(6, refused).is_ok());
+        assert_eq!(places(&spots, 6)[PROBES - 1], d.as_ptr());
+        assert_eq!(spots.sweep(drop), PLACES - 1);
+    }
+
+    #[test]
+    fn a_cancel_whose_place_now_holds_another_message_takes_nothing() {
+        let spots = Spots::new();
+        let (x, x_msg) = message(1);
+        let (a, a_msg) = message(2);
+        assert!(spots.park(5, x_msg).is_ok());
+        assert!(spots.park(5, a_msg).is_ok());
+        // The driver takes both: a's record still names place 1.
+        assert_eq!(spots.sweep(drop), 2);
+        let others: Vec<EntryRef> = (0..PLACES)
+            .map(|i| {
+                let (owner, msg) = message(10 + i as u64);
+                assert!(spots.park(5, msg).is_ok());
+                owner
+            })
+            .collect();
+        // Round from place 2: the last one took place 1.
+        assert_eq!(places(&spots, 5)[1], others[PLACES - 1].as_ptr());
+        assert!(!spots.retract(5, &a), "place 1 holds another message");
+        assert_eq!(places(&spots, 5)[1], others[PLACES - 1].as_ptr());
+        assert_eq!(spots.sweep(drop), PLACES);
+        drop(x);
+    }
+
     #[test]
     fn a_closed_spot_gives_up_what_it_held_and_takes_nothing_after() {
         let spots = Spots::new();
@@ -419,7 +544,7 @@ mod tests {
         let refused = spots.park(2, b_msg).expect_err("spot 2 is closed");
         assert_eq!(refused.as_ptr(), b.as_ptr());
         assert!(spots.park(9, refused).is_err(), "every spot is closed");
-        assert!(!spots.retract(2, a.as_ptr()));
+        assert!(!spots.retract(2, &a));
         assert_eq!(spots.sweep(drop), 0, "a sweep neither takes nor reopens");
         spots.close(|_| panic!("closed twice: nothing to take"));
     }

@@ -48,8 +48,8 @@ fn a_parked_timer_fires_although_its_thread_goes_quiet() {
     assert!(handle.is_fired());
 }
 
-/// A spot's places for parked timers: a cache line of pointers.
-const PLACES: usize = 64 / std::mem::size_of::<usize>();
+/// A spot's places for parked timers.
+const PLACES: usize = 64;
 
 /// Two timers from one thread whose spot has one place left: the first
 /// takes it, the second finds the spot full and is queued; both fire, in

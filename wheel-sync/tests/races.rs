@@ -131,8 +131,8 @@ fn threads_stepping_through_deadlines_together_fire_each_exactly_on_time() {
     }
 }
 
-/// A spot's places for parked timers: a cache line of pointers.
-const PLACES: usize = 64 / std::mem::size_of::<usize>();
+/// A spot's places for parked timers.
+const PLACES: usize = 64;
 
 /// "Timers submitted from any thread before the call count": a callback
 /// or a sleep made on another thread (parked in that thread's spot, or
