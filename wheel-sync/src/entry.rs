@@ -27,6 +27,11 @@
 //!   pass over the copies (see `shared`, rule 4). Producers never read
 //!   them; they are atomic only so that the entry is `Sync` without
 //!   `unsafe`.
+//! - `place` is written only by the park of a new timer's message on its
+//!   owner's thread (only a new timer is parked; a re-arm is queued),
+//!   before the owner's reference leaves that thread, and read only by the
+//!   owner's cancel: a hint of where the message is parked, which the
+//!   exchange on that place checks (see `spot`).
 
 use core::marker::PhantomData;
 use core::ptr::NonNull;
@@ -74,10 +79,9 @@ pub(crate) struct Entry {
     /// pass over its copies. Producers never read it; it is atomic only so
     /// that the entry is `Sync` without `unsafe`.
     marks: AtomicU8,
-    /// The spot's place its message was last parked in, written by its
-    /// owner before each park, read by its owner's cancel: where to look
-    /// first. A hint only: a cancel takes the message back only if the
-    /// place holds this entry.
+    /// The spot's place its message was parked in (ground rules): where
+    /// its owner's cancel looks. A hint only: the cancel takes the message
+    /// back only if the place holds this entry.
     place: AtomicU8,
     vtable: &'static VTable,
 }

@@ -39,11 +39,12 @@
 //!   cores cannot grow the queues without bound
 //!   ([`Stats::waits_for_driver`] counts the waits). A new timer waits in its thread's parking spot
 //!   if it finds an empty place there (a spot has 64; a park looks at the
-//!   eight after the one last parked in), else goes into the spot's
+//!   eight after the one last parked in, so requests answered in the order
+//!   made stay there up to 64 in flight, in any order up to eight), else goes into the spot's
 //!   lock-free MPSC queue (a queue per spot, so threads on different
 //!   spots never write one tail); the one driver thread takes all of them
 //!   each round. A cancel takes a parked timer back, so a request timeout
-//!   answered in time, with up to 64 in flight on its thread, never
+//!   answered in time, with up to that many in flight on its thread, never
 //!   reaches the driver. Each thread counts
 //!   its timers, and the handles it makes hold the service, on lines it
 //!   owns, however the service is held (by reference, a clone per task, the

@@ -10,12 +10,13 @@
 //!   empty place only; a spot with none empty leaves the new message to the
 //!   spot's queue, so a message is always parked or queued, never in a
 //!   thread's hands. Each place keeps these rules on its own; the places
-//!   are only looked at in turn. A park looks at a cache line's worth of
-//!   places, from the one after the place last parked in (the spot's
-//!   cursor, a hint its threads race on harmlessly), so that a thread
-//!   with several requests in flight finds the place its oldest request
-//!   left, and a full spot costs a park one line of loads. The entry
-//!   records the place its message went to, for its cancel.
+//!   are only looked at in turn. A park looks at [`PROBES`] places (a
+//!   cache line's worth), from the one after the place last parked in
+//!   (the spot's cursor, a hint its threads race on harmlessly), so that
+//!   a thread whose requests are answered in the order made finds the
+//!   place its oldest one left, and a full spot costs a park eight loads,
+//!   not 64. Only a new timer's message is parked, once: its entry
+//!   records the place, for its owner's cancel.
 //! - A parked message is as good as a queued one (rules 2 and 3 of
 //!   `shared`): the driver takes every parked message each round, and
 //!   looks at the spots after its fence before it sleeps.
@@ -27,8 +28,9 @@
 //!   it was parked in): the driver never sees that timer. The record is a
 //!   hint: the exchange succeeds only if that place holds this entry's
 //!   message, and an entry has at most one message on its way. So a
-//!   thread with up to `PLACES` requests in flight, each cancelled before
-//!   the driver's next round, hands the driver none of them.
+//!   thread with up to `PLACES` requests in flight, answered in the order
+//!   made (or up to `PROBES` in any order), each before the driver's next
+//!   round, hands the driver none of them.
 //! - `owners` counts the `TimerService` clones made on the spot's threads,
 //!   each counted out where it was counted in, with a version above the
 //!   count that every change bumps. A clone is made only from a clone, so
@@ -177,10 +179,10 @@ impl Spots {
         }
     }
 
-    /// Parks `message` in an empty place of spot `index`, looking at
-    /// [`PROBES`] places from the one after the place last parked in; if
-    /// none is empty (taken, or closed), hands it back, for the caller to
-    /// queue.
+    /// Parks `message`, a new timer's, on its owner's thread, in an empty
+    /// place of spot `index`, looking at [`PROBES`] places from the one
+    /// after the place last parked in; if none is empty (taken, or
+    /// closed), hands it back, for the caller to queue.
     #[inline]
     pub(crate) fn park(&self, index: usize, message: EntryRef) -> Result<(), EntryRef> {
         let spot = self.spot(index);
@@ -199,9 +201,9 @@ impl Spots {
                 .compare_exchange(ptr::null_mut(), ptr, Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok()
             {
-                spot.next.store(((i + 1) % PLACES) as u8, Ordering::Relaxed);
                 // The place holds the reference now.
                 let _ = message.into_raw();
+                spot.next.store(((i + 1) % PLACES) as u8, Ordering::Relaxed);
                 return Ok(());
             }
             // Lost to another thread of the spot or to a close: the next place.
@@ -228,7 +230,8 @@ impl Spots {
             return false;
         };
         // SAFETY: the exchange made this thread the taker of the reference
-        // the place held, which `park` gave up by `into_raw`.
+        // the place held, which `park` gave up by `into_raw`. `taken`, not
+        // `ptr`: it is the pointer `into_raw` gave, to the whole allocation.
         drop(unsafe { EntryRef::from_raw(taken) });
         true
     }
@@ -243,7 +246,8 @@ impl Spots {
             }
             let ptr = place.swap(ptr::null_mut(), Ordering::AcqRel);
             if !ptr.is_null() {
-                // SAFETY: as in `park`.
+                // SAFETY: as in `retract`: the swap took the reference the
+                // place held (ground rules).
                 take(unsafe { EntryRef::from_raw(ptr) });
                 taken += 1;
             }
@@ -256,7 +260,8 @@ impl Spots {
         for place in self.places() {
             let ptr = place.swap(closed(), Ordering::AcqRel);
             if is_message(ptr) {
-                // SAFETY: as in `park`.
+                // SAFETY: as in `retract`: the swap took the reference the
+                // place held (ground rules).
                 take(unsafe { EntryRef::from_raw(ptr) });
             }
         }
@@ -383,209 +388,4 @@ impl Drop for Spots {
 }
 
 #[cfg(all(test, not(loom)))]
-mod tests {
-    use super::*;
-    use crate::action::Callback;
-
-    fn message(tick: u64) -> (EntryRef, EntryRef) {
-        let (owner, message) = EntryRef::new(tick, Callback::new(|| ()));
-        (owner.erase(), message)
-    }
-
-    #[test]
-    fn park_refuse_retract_and_sweep_hand_each_reference_over_once() {
-        let spots = Spots::new();
-        let (a, a_msg) = message(1);
-        let (b, b_msg) = message(2);
-        assert!(spots.park(3, a_msg).is_ok());
-        assert!(spots.any_parked());
-        // Fill the spot's other places: then it refuses.
-        let others: Vec<EntryRef> = (1..PLACES)
-            .map(|i| {
-                let (owner, msg) = message(10 + i as u64);
-                assert!(spots.park(3, msg).is_ok(), "place {i} is free");
-                owner
-            })
-            .collect();
-        let refused = spots.park(3, b_msg).expect_err("spot 3 is full");
-        assert_eq!(refused.as_ptr(), b.as_ptr());
-        assert!(!spots.retract(3, &b), "b was never parked");
-        assert!(!spots.retract(4, &a), "a is parked in spot 3");
-        assert!(spots.retract(3, &a));
-        assert!(!spots.retract(3, &a), "taken back once");
-        // a's place is free again, and only it.
-        let (c, c_msg) = message(3);
-        assert!(spots.park(3, c_msg).is_ok());
-        assert!(spots.retract(3, &c));
-        for other in &others {
-            assert!(spots.retract(3, other));
-        }
-        assert!(!spots.any_parked());
-        assert!(spots.park(5, refused).is_ok());
-        let mut swept = Vec::new();
-        assert_eq!(spots.sweep(|m| swept.push(m)), 1);
-        assert_eq!(swept[0].as_ptr(), b.as_ptr());
-        assert_eq!(spots.sweep(drop), 0);
-    }
-
-    #[test]
-    fn a_sweep_takes_every_place_of_every_spot() {
-        let spots = Spots::new();
-        let owners: Vec<EntryRef> = (0..PLACES + 1)
-            .map(|i| {
-                let (owner, msg) = message(i as u64);
-                // The last one goes to another spot: this one is full.
-                let spot = if i < PLACES { 7 } else { 8 };
-                assert!(spots.park(spot, msg).is_ok());
-                owner
-            })
-            .collect();
-        let mut swept = Vec::new();
-        assert_eq!(spots.sweep(|m| swept.push(m.as_ptr())), PLACES + 1);
-        let mut expected: Vec<_> = owners.iter().map(EntryRef::as_ptr).collect();
-        expected.sort();
-        swept.sort();
-        assert_eq!(swept, expected);
-        assert!(!spots.any_parked());
-    }
-
-    /// Where each place of spot `index` points.
-    fn places(spots: &Spots, index: usize) -> Vec<*mut Entry> {
-        let spot = spots.spot(index);
-        spot.places
-            .iter()
-            .map(|p| p.load(Ordering::Relaxed))
-            .collect()
-    }
-
-    #[test]
-    fn parks_go_round_from_the_cursor_and_a_cancel_finds_the_place_recorded() {
-        let spots = Spots::new();
-        let (a, a_msg) = message(1);
-        let (b, b_msg) = message(2);
-        let (c, c_msg) = message(3);
-        assert!(spots.park(4, a_msg).is_ok());
-        assert!(spots.park(4, b_msg).is_ok());
-        assert!(spots.retract(4, &a));
-        // Place 0 is free again, but the next park starts after b's place:
-        // the place a thread's oldest request left, not its newest.
-        assert!(spots.park(4, c_msg).is_ok());
-        assert_eq!(
-            places(&spots, 4)[..3],
-            [ptr::null_mut(), b.as_ptr(), c.as_ptr()]
-        );
-        assert!(spots.retract(4, &c), "found where it was parked");
-        assert!(spots.retract(4, &b));
-        assert!(!spots.any_parked());
-    }
-
-    // Under miri a spot is one line: no place lies past the line a park
-    // looks at.
-    #[cfg(not(miri))]
-    #[test]
-    fn a_park_looks_at_a_line_of_places_from_the_cursor_then_gives_up() {
-        let spots = Spots::new();
-        let owners: Vec<EntryRef> = (0..PLACES)
-            .map(|i| {
-                let (owner, msg) = message(i as u64);
-                assert!(spots.park(6, msg).is_ok(), "place {i} is free");
-                owner
-            })
-            .collect();
-        // The cursor is back at place 0. A place past the line it starts
-        // is free, but a park does not look that far.
-        assert!(spots.retract(6, &owners[PROBES]));
-        let (d, d_msg) = message(100);
-        let refused = spots.park(6, d_msg).expect_err("no place free in the line");
-        assert_eq!(refused.as_ptr(), d.as_ptr());
-        // One free within the line: taken.
-        assert!(spots.retract(6, &owners[PROBES - 1]));
-        assert!(spots.park(6, refused).is_ok());
-        assert_eq!(places(&spots, 6)[PROBES - 1], d.as_ptr());
-        assert_eq!(spots.sweep(drop), PLACES - 1);
-    }
-
-    #[test]
-    fn a_cancel_whose_place_now_holds_another_message_takes_nothing() {
-        let spots = Spots::new();
-        let (x, x_msg) = message(1);
-        let (a, a_msg) = message(2);
-        assert!(spots.park(5, x_msg).is_ok());
-        assert!(spots.park(5, a_msg).is_ok());
-        // The driver takes both: a's record still names place 1.
-        assert_eq!(spots.sweep(drop), 2);
-        let others: Vec<EntryRef> = (0..PLACES)
-            .map(|i| {
-                let (owner, msg) = message(10 + i as u64);
-                assert!(spots.park(5, msg).is_ok());
-                owner
-            })
-            .collect();
-        // Round from place 2: the last one took place 1.
-        assert_eq!(places(&spots, 5)[1], others[PLACES - 1].as_ptr());
-        assert!(!spots.retract(5, &a), "place 1 holds another message");
-        assert_eq!(places(&spots, 5)[1], others[PLACES - 1].as_ptr());
-        assert_eq!(spots.sweep(drop), PLACES);
-        drop(x);
-    }
-
-    #[test]
-    fn a_closed_spot_gives_up_what_it_held_and_takes_nothing_after() {
-        let spots = Spots::new();
-        let (a, a_msg) = message(1);
-        let (b, b_msg) = message(2);
-        assert!(spots.park(2, a_msg).is_ok());
-        let mut closed_on = Vec::new();
-        spots.close(|m| closed_on.push(m));
-        assert_eq!(closed_on.len(), 1, "the parked message, once");
-        // Every place of spot 2 is closed, not only the one a was in.
-        assert_eq!(closed_on[0].as_ptr(), a.as_ptr());
-        assert!(!spots.any_parked());
-        let refused = spots.park(2, b_msg).expect_err("spot 2 is closed");
-        assert_eq!(refused.as_ptr(), b.as_ptr());
-        assert!(spots.park(9, refused).is_err(), "every spot is closed");
-        assert!(!spots.retract(2, &a));
-        assert_eq!(spots.sweep(drop), 0, "a sweep neither takes nor reopens");
-        spots.close(|_| panic!("closed twice: nothing to take"));
-    }
-
-    #[test]
-    fn dropping_the_spots_releases_what_is_parked() {
-        let spots = Spots::new();
-        let (a, a_msg) = message(1);
-        assert!(spots.park(0, a_msg).is_ok());
-        drop(spots);
-        // `a` is now the last reference: dropping it frees the entry (miri
-        // reports a leak or a double free otherwise).
-        drop(a);
-    }
-
-    #[test]
-    fn the_service_is_unowned_once_every_spot_has_counted_its_owners_out() {
-        let spots = Spots::new();
-        spots.own(0);
-        spots.own(5);
-        spots.own(5);
-        assert!(!spots.disown(5));
-        assert!(!spots.disown(5), "spot 0 still counts one");
-        spots.own(7);
-        assert!(!spots.disown(0), "spot 7 counts one");
-        assert!(spots.disown(7));
-    }
-
-    #[test]
-    fn counts_sum_across_spots() {
-        let spots = Spots::new();
-        spots.count(0, Count::Scheduled, 1);
-        spots.count(1, Count::Scheduled, 1);
-        assert_eq!(spots.live(), 2);
-        spots.count(2, Count::Cancelled, 1);
-        assert_eq!(spots.live(), 1, "counted out on another spot");
-        spots.count(0, Count::Released, 1);
-        assert_eq!(spots.live(), 0);
-        spots.count(0, Count::Scheduled, -1);
-        assert_eq!(spots.live(), 0, "never below zero");
-        assert_eq!(spots.total(Count::Scheduled), 1);
-        assert_eq!(spots.total(Count::Cancelled), 1);
-    }
-}
+mod tests;
