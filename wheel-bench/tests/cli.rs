@@ -372,3 +372,31 @@ fn timeouts_keep_requests_in_flight_for_callbacks_futures_and_tokio() {
         assert!(row["ops_per_s"].as_f64().unwrap() > 0.0, "{row}");
     }
 }
+
+#[test]
+fn timeouts_end_requests_in_any_order_when_asked() {
+    for (flag, any_order) in [(None, false), (Some("--any-order"), true)] {
+        let mut args = vec![
+            "timeouts",
+            "--threads",
+            "1",
+            "--secs",
+            "0.25",
+            "--in-flight",
+            "16",
+            "--impls",
+            "wheel,wheel-async",
+            "--json",
+        ];
+        args.extend(flag);
+        let out = wheel_bench(&args);
+        let stdout = stdout_of_success(&out);
+        let rows: Vec<serde_json::Value> = stdout.lines().map(|l| parse_row(l).0).collect();
+        assert_eq!(rows.len(), 2, "{stdout}");
+        for row in &rows {
+            assert_eq!(row["any_order"], any_order, "{row}");
+            assert_eq!(row["in_flight"], 16, "{row}");
+            assert!(row["ops_per_s"].as_f64().unwrap() > 0.0, "{row}");
+        }
+    }
+}

@@ -41,6 +41,9 @@ pub fn child_args(experiment: &Experiment, imp: Impl) -> Vec<String> {
             args.push(t.secs.to_string());
             args.push("--in-flight".into());
             args.push(t.in_flight.to_string());
+            if t.any_order {
+                args.push("--any-order".into());
+            }
         }
         Experiment::Redis(r) => {
             args.push("redis".into());

@@ -168,6 +168,11 @@ struct TimeoutsFlags {
     /// schedules the next (1: each cancelled at once)
     #[arg(long, value_name = "K", value_parser = in_flight, default_value = "1")]
     in_flight: usize,
+    /// With --in-flight above 1, end a request picked at random among
+    /// those in flight rather than the oldest (replies out of order, as on
+    /// a multiplexed connection)
+    #[arg(long)]
+    any_order: bool,
     #[command(flatten)]
     shapes: ShapeFlags,
     #[command(flatten)]
@@ -357,6 +362,7 @@ impl ExperimentFlags {
                     threads: or_default(f.threads, if quick { &[1, 2] } else { &[1, 2, 8] }),
                     secs: f.secs.unwrap_or(if quick { 0.25 } else { 5.0 }),
                     in_flight: f.in_flight,
+                    any_order: f.any_order,
                 };
                 let mut plan = f.common.plan("timeouts", &f.shapes.shapes)?;
                 plan.runs = f.runs.unwrap_or(1);

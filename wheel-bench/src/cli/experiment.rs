@@ -91,6 +91,9 @@ pub struct TimeoutsArgs {
     /// Requests each thread keeps in flight: every operation starts one and,
     /// once this many are in flight, ends the oldest; 1 ends each at once.
     pub in_flight: usize,
+    /// End a request picked at random among those in flight, not the
+    /// oldest.
+    pub any_order: bool,
 }
 
 /// Parameters of the `redis` experiment.

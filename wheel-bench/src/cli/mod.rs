@@ -204,6 +204,7 @@ fn run_parent(experiment: &Experiment, output: &Plan) -> Result<bool, RunError> 
                         threads: vec![threads],
                         secs: args.secs,
                         in_flight: args.in_flight,
+                        any_order: args.any_order,
                     });
                     for &imp in &output.impls {
                         let measured = child::measure(&one, imp);
@@ -219,6 +220,7 @@ fn run_parent(experiment: &Experiment, output: &Plan) -> Result<bool, RunError> 
                                 imp,
                                 threads,
                                 in_flight: args.in_flight,
+                                any_order: args.any_order,
                                 outcome,
                                 cpu_s,
                                 peak_rss_kib,

@@ -36,6 +36,8 @@ pub struct TimeoutsResult {
     pub threads: usize,
     /// Requests each thread kept in flight.
     pub in_flight: usize,
+    /// Whether they ended in any order, not the oldest first.
+    pub any_order: bool,
     /// What the child saw.
     pub outcome: TimeoutsOutcome,
     /// The child's CPU seconds.
@@ -173,6 +175,9 @@ pub struct TimeoutsRow {
     threads: usize,
     #[tabled(rename = "in flight")]
     in_flight: usize,
+    /// `--any-order`: the same for every row of a run, so only in the JSON.
+    #[tabled(skip)]
+    any_order: bool,
     #[tabled(rename = "ops/s")]
     ops_per_s: Num<0>,
     #[tabled(rename = "ns/op")]
@@ -291,6 +296,7 @@ pub fn timeouts_rows(results: &[TimeoutsResult]) -> Vec<TimeoutsRow> {
                 imp: r.imp.name(),
                 threads: r.threads,
                 in_flight: r.in_flight,
+                any_order: r.any_order,
                 ops_per_s: Num(ops_per_s),
                 // The wall time one thread spends per operation.
                 ns_per_op: Num(1e9 * r.threads as f64 / ops_per_s),

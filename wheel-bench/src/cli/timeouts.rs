@@ -1,7 +1,8 @@
 //! Seed 001 inside a child: each thread loops schedule(1 s) + cancel, as a
 //! client does around every request, until the time is up; with
 //! `--in-flight K` above 1, each thread keeps K requests in flight,
-//! cancelling the oldest as it schedules another.
+//! cancelling the oldest as it schedules another (with `--any-order`, one
+//! of them picked at random).
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -38,6 +39,7 @@ pub fn run(args: &TimeoutsArgs, imp: Impl) -> Result<TimeoutsOutcome, RunError> 
     let bench = Bench {
         threads,
         secs: args.secs,
+        any_order: args.any_order,
         label: format!("timeouts {imp:<11} x{threads:<3}"),
     };
     match imp {
@@ -269,6 +271,8 @@ fn in_flight<R>(
 ) -> Result<u64, RunError> {
     // Never grows: it holds k - 1 between operations, k at most.
     let mut requests = VecDeque::with_capacity(k);
+    // Which request ends, with `any_order` (xorshift64; any fixed seed).
+    let mut random = 0x9E37_79B9_7F4A_7C15_u64;
     let mut since = Instant::now();
     let mut starts = 0u64;
     let ops = lane.count(|| {
@@ -278,7 +282,15 @@ fn in_flight<R>(
         }
         requests.push_back((since, start()?));
         if requests.len() == k {
-            if let Some((started, oldest)) = requests.pop_front() {
+            let ended = if lane.any_order {
+                random ^= random << 13;
+                random ^= random >> 7;
+                random ^= random << 17;
+                requests.swap_remove_back((random % k as u64) as usize)
+            } else {
+                requests.pop_front()
+            };
+            if let Some((started, oldest)) = ended {
                 if since.duration_since(started) > TIMEOUT / 2 {
                     return Err(RunError::Io(std::io::Error::other(format!(
                         "a request stayed in flight over {:?} of its {TIMEOUT:?} timeout: \
@@ -430,6 +442,7 @@ impl Future for PendingOnce {
 struct Bench {
     threads: usize,
     secs: f64,
+    any_order: bool,
     label: String,
 }
 
@@ -450,6 +463,7 @@ impl Bench {
                     let lane = Lane {
                         stop: &stop,
                         published: &slot.0,
+                        any_order: self.any_order,
                     };
                     let (body, start_line) = (&body, &start_line);
                     scope.spawn(move || {
@@ -484,6 +498,8 @@ impl Bench {
 struct Lane<'a> {
     stop: &'a AtomicBool,
     published: &'a AtomicU64,
+    /// Requests in flight end in any order, not the oldest first.
+    any_order: bool,
 }
 
 impl Lane<'_> {
@@ -513,6 +529,7 @@ mod tests {
         let lane = Lane {
             stop: &stop,
             published: &published,
+            any_order: false,
         };
         // 2 ms a start: the first request is 0.5 s old after 250 of them,
         // the clock is read again at the 256th, and the 300th ends it. (A
@@ -550,5 +567,42 @@ mod tests {
         );
         let ops = quick.expect("requests ended at once are fine");
         assert_eq!(ended, ops, "each request started is ended once");
+    }
+
+    /// The oldest ends first, unless `any_order`: then each of those in
+    /// flight may, and every request still ends once.
+    #[test]
+    fn requests_end_oldest_first_or_in_any_order() {
+        for any_order in [false, true] {
+            let (stop, published) = (AtomicBool::new(false), AtomicU64::new(0));
+            let lane = Lane {
+                stop: &stop,
+                published: &published,
+                any_order,
+            };
+            let (mut next, mut ended) = (0u64, Vec::new());
+            let ops = in_flight(
+                &lane,
+                8,
+                || {
+                    next += 1;
+                    stop.store(next >= BATCH, Ordering::Relaxed);
+                    Ok(next)
+                },
+                |id| {
+                    ended.push(id);
+                    Ok(())
+                },
+            )
+            .unwrap();
+            assert_eq!(ended.len() as u64, ops);
+            let mut sorted = ended.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, (1..=ops).collect::<Vec<_>>(), "each once");
+            // The first `ops - 7` ended in the loop; the rest at the stop.
+            let in_loop = &ended[..ended.len() - 7];
+            let oldest_first = in_loop.windows(2).all(|w| w[0] < w[1]);
+            assert_eq!(oldest_first, !any_order, "any_order {any_order}");
+        }
     }
 }

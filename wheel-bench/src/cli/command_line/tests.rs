@@ -202,6 +202,7 @@ fn child_args_round_trip() {
         threads: vec![2],
         secs: 0.25,
         in_flight: 64,
+        any_order: true,
     });
     let redis = Experiment::Redis(RedisArgs {
         threads: vec![50],

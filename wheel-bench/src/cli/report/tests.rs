@@ -96,6 +96,7 @@ fn timeouts_result(run: usize, imp: Impl, threads: usize, ops: u64) -> TimeoutsR
         imp,
         threads,
         in_flight: 1,
+        any_order: false,
         outcome: TimeoutsOutcome {
             ops,
             elapsed_ns: 1_000_000_000,
