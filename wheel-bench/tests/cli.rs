@@ -290,6 +290,7 @@ fn quick_timeouts_prints_json_rows() {
             "impl",
             "threads",
             "in_flight",
+            "any_order",
             "ops_per_s",
             "ns_per_op",
             "ratio_to_heap",
