@@ -142,6 +142,54 @@ fn retracted_timers_are_counted_and_freed_at_once() {
     assert_eq!((s.scheduled, s.cancelled, s.fired), (SLEEPS, SLEEPS, 0));
 }
 
+/// Requests kept in flight on one thread, `in_flight` at a time, each
+/// cancelled in turn (`pick` chooses which of those in flight ends: the
+/// oldest, or any); returns the most the driver filed in one round.
+fn most_filed_in_a_round(in_flight: usize, mut pick: impl FnMut(usize) -> usize) -> u64 {
+    const REQUESTS: u64 = 10_000;
+    let timers = TimerService::new();
+    let mut ring = std::collections::VecDeque::new();
+    for _ in 0..REQUESTS {
+        ring.push_back(timers.schedule(Duration::from_secs(1), || ()).unwrap());
+        if ring.len() == in_flight {
+            let ended = ring.remove(pick(in_flight)).unwrap();
+            assert!(ended.cancel());
+        }
+    }
+    ring.into_iter().for_each(|handle| assert!(handle.cancel()));
+    assert_eq!(timers.pending(), 0);
+    let stats = timers.stats();
+    assert_eq!((stats.scheduled, stats.cancelled), (REQUESTS, REQUESTS));
+    stats.max_filed_per_round
+}
+
+/// A spot has 64 places, and a park looks at eight of them from the one
+/// after its last: requests answered in the order made find the place the
+/// oldest left, so up to 64 in flight never reach the driver (a round that
+/// lands meanwhile takes what is parked then, 64 at most; with eight
+/// places a spot, the rest were queued, and the driver, woken for every
+/// `BATCH` of them, filed thousands a round).
+#[test]
+fn sixty_four_requests_answered_in_order_never_reach_the_driver() {
+    // The ring's front: the oldest.
+    let filed = most_filed_in_a_round(64, |_| 0);
+    assert!(filed <= 64, "the driver filed {filed} in a round");
+}
+
+/// Answered in any order, up to eight in flight: a park looks at eight
+/// places, and at most seven others are taken.
+#[test]
+fn eight_requests_answered_in_any_order_never_reach_the_driver() {
+    let mut random = 0x9E37_79B9_7F4A_7C15_u64;
+    let filed = most_filed_in_a_round(8, |n| {
+        random ^= random << 13;
+        random ^= random >> 7;
+        random ^= random << 17;
+        (random % n as u64) as usize
+    });
+    assert!(filed <= 8, "the driver filed {filed} in a round");
+}
+
 /// A thread with several requests in flight, each ended in turn (a ring
 /// of eight sleeps, the oldest dropped as a new one is polled), parks each
 /// in a place of its spot and takes it back: the driver is handed none of
