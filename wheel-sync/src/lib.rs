@@ -153,9 +153,9 @@
 //! [`ScheduleError::Shutdown`]. A `shutdown` that returns, from any thread,
 //! returns with the service down. (The shutdown closes the service's
 //! queue; a timer whose place in it was claimed before is written however
-//! late, and the driver waits for it, up to 10 s without one: a thread
-//! stopped that long between claiming the place and writing it has been
-//! killed, or the service has a bug.) A `Sleep` or `Timeout` that was pending
+//! late, and the driver waits for it: between the claim and the write a
+//! push runs no user code, takes no lock and cannot panic.) A `Sleep` or
+//! `Timeout` that was pending
 //! at shutdown panics when polled (as tokio's do): it would otherwise hang
 //! forever or lie about its deadline. A `Sleep` reset after the shutdown to
 //! a deadline already passed completes, as any sleep reset so does.

@@ -117,9 +117,9 @@
 //!    out (no task waits on it: the fire took the waker). A message accepted
 //!    before the close is one the driver takes: every place claimed in a
 //!    queue before it is written, however late, and the driver files and
-//!    abandons until none is left (giving up after `SHUTDOWN_PATIENCE`
-//!    without one landing: a producer stopped that long between claiming a
-//!    place and writing it is a thread killed, or a bug). So a timer
+//!    abandons until none is left, with no time limit: between its claim
+//!    and its write a push runs no user code, takes no lock and cannot
+//!    panic. So a timer
 //!    scheduled `Ok` fires or is abandoned, and counted. Whoever takes the
 //!    driver's join handle joins it while holding the lock it sits behind,
 //!    so a second caller returns only once the service is down.
