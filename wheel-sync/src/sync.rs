@@ -92,8 +92,6 @@ impl Backoff {
     pub(crate) fn snooze(&self) {
         loom::thread::yield_now();
     }
-
-    pub(crate) fn reset(&self) {}
 }
 
 #[cfg(loom)]

@@ -3,6 +3,7 @@
 use super::*;
 use crate::sync::atomic::AtomicUsize;
 use crate::sync::thread;
+use crate::sync::Arc;
 
 /// Counts its own drops, to prove each item is dropped exactly once.
 struct Counted {
