@@ -56,6 +56,13 @@ pub(crate) struct Driver {
     executor: Option<Executor>,
     /// The driver thread's spot, where it counts out what it fires.
     spot: usize,
+    /// The tick by which this round takes parked messages: a
+    /// [`RECLAIM_EVERY`] from the round's start on a real clock, where it
+    /// also caps the sleep that follows; every tick on a manual one.
+    horizon: u64,
+    /// Whether this round's sweep left a parked message, due after
+    /// `horizon`, on its spot.
+    left_parked: bool,
 }
 
 impl fmt::Debug for Driver {
@@ -93,6 +100,8 @@ impl Driver {
             batch: Vec::with_capacity(BATCH),
             executor,
             spot: 0,
+            horizon: u64::MAX,
+            left_parked: false,
         }
     }
 
@@ -142,6 +151,12 @@ impl Driver {
             .clock
             .manual_ns()
             .map(|_| self.shared.clock.now());
+        // A manual clock takes every parked message: its `advance_to_next`
+        // needs every deadline in the wheels.
+        self.horizon = match manual_now {
+            Some(_) => u64::MAX,
+            None => (self.shared.clock).tick_for(self.shared.clock.now() + RECLAIM_EVERY),
+        };
         let filed = self.file_messages(BATCH) + self.sweep();
         self.drop_dead();
         DriverStats::bump(&self.shared.stats.rounds, 1);
@@ -199,15 +214,16 @@ impl Driver {
         self.shared.count_panics(take_uncounted());
         let clock = &self.shared.clock;
         let manual = clock.manual_ns().is_some();
-        let now = clock.now();
         let plan = match self.next_expiration() {
-            None if busy && !manual => Some(clock.tick_after(RECLAIM_EVERY)),
+            None if (busy || self.left_parked) && !manual => Some(clock.tick_after(RECLAIM_EVERY)),
             next => next,
         };
-        // With timers pending, a real clock's sleep ends a RECLAIM_EVERY
-        // from now at the latest, and the plan says so: a producer need not
-        // wake a driver that will be up before its timer anyway.
-        let cap = clock.tick_for(now + RECLAIM_EVERY);
+        // With timers pending, a real clock's sleep ends at the round's
+        // horizon at the latest, and the plan says so: a producer need not
+        // wake a driver that will be up before its timer anyway, and a
+        // message left parked, due after the horizon, is looked at again
+        // before it is due.
+        let cap = self.horizon;
         let wake = match plan {
             Some(tick) if !manual => tick.min(cap),
             Some(tick) => tick,
@@ -224,7 +240,14 @@ impl Driver {
         // An advance waiting on a held-up queue cannot be served before the
         // held push lands, and that push wakes the driver (`ANY`).
         let advance_due = !held_up && self.shared.advance_waiting();
-        if queue_quiet && !self.shared.spots.any_parked() && !advance_due {
+        // A parked message due after the horizon may stay parked through a
+        // sleep that ends by the horizon; any other keeps the driver up.
+        let due_by = if wake <= self.horizon {
+            self.horizon
+        } else {
+            u64::MAX
+        };
+        if queue_quiet && !self.shared.spots.any_parked(due_by) && !advance_due {
             DriverStats::bump(&self.shared.stats.wakeups, 1);
             // Time moves a manual clock only by `advance`, which wakes the
             // driver; but with timers pending it still looks every

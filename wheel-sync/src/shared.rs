@@ -30,9 +30,12 @@
 //!    A message goes through its thread's spot's queue (a queue per spot,
 //!    so threads on different spots never write one tail) or, for a new
 //!    timer with an entry, waits in the spot itself (`spot`) if one of the
-//!    places a park looks at is empty. The
-//!    driver takes every parked message each round, so a parked message is
-//!    as good as a queued one to every rule here; a cancel through the
+//!    places a park looks at is empty, its tick beside it. The driver
+//!    takes each parked message due by its round's *horizon* (on a real
+//!    clock a [`RECLAIM_EVERY`] from the round's start, which also caps the
+//!    sleep after it; on a manual clock every message) and leaves the
+//!    others parked, so a parked message is as good as a queued one to
+//!    every rule here; a cancel through the
 //!    timer's handle takes it back from the spot of the handle's lane, and
 //!    the driver never sees that timer (a request answered in time). A
 //!    cancel sends no message (rule 4).
@@ -45,7 +48,11 @@
 //!    message (`look_by`), the producer swaps the word to `AWAKE` and
 //!    unparks it (one unpark per sleep, however many producers see it). The
 //!    driver stores the tick it will wake at, fences, and sleeps only if no
-//!    message is ready in the queues or the spots and no `advance` waits. A
+//!    message is ready in the queues or parked due by the horizon (any
+//!    parked one, should it sleep past the horizon) and no `advance`
+//!    waits. A move of a timer whose message is on its way sends nothing:
+//!    it lowers the parked message's tick, if parked, then fences and
+//!    reads the word the same way (`hurry`). A
 //!    message claimed in a queue but not yet written holds up the
 //!    messages behind it in that queue: the driver then asks to be woken by
 //!    any message (`ANY`), and sleeps only with `ANY` in its word while
@@ -129,7 +136,7 @@ use core::time::Duration;
 use crossbeam_utils::CachePadded;
 
 use crate::clock::{Clock, NEVER};
-use crate::entry::EntryRef;
+use crate::entry::{Entry, EntryRef};
 use crate::executor::Counts;
 use crate::job::Job;
 use crate::lateness::Histogram;
@@ -373,7 +380,7 @@ impl Shared {
     /// the message is dropped, and the caller still holds the entry.
     #[must_use]
     pub(crate) fn park(&self, spot: usize, message: EntryRef, look_by: u64) -> bool {
-        match self.spots.park(spot, message) {
+        match self.spots.park(spot, message, look_by) {
             Ok(()) => {
                 self.look_by(look_by, false);
                 true
@@ -398,10 +405,12 @@ impl Shared {
         self.wake_driver_if(|planned| look_by < planned || batch_ends);
     }
 
-    /// An entry whose message is still queued or parked now wants the
-    /// driver by tick `look_by` (a `Sleep` reset earlier): the wake-up half
-    /// of rule 3 without a send, since the message carries the new tick.
-    pub(crate) fn hurry(&self, look_by: u64) {
+    /// `entry`, whose message is still queued or parked (in spot `spot`),
+    /// now wants the driver by tick `look_by` (a `Sleep` reset earlier):
+    /// the wake-up half of rule 3 without a send, since the message carries
+    /// the new tick, after lowering its place's tick if it is parked.
+    pub(crate) fn hurry(&self, spot: usize, entry: &Entry, look_by: u64) {
+        self.spots.lower(spot, entry, look_by);
         fence(Ordering::SeqCst);
         self.wake_driver_if(|planned| look_by < planned);
     }

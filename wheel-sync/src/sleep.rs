@@ -326,7 +326,7 @@ pub(crate) fn hand_over(
 ) {
     let (shared, spot) = (&*lane.shared, lane.spot);
     if !must_push {
-        shared.hurry(tick);
+        shared.hurry(spot, entry, tick);
         return;
     }
     if shared

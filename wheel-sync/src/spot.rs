@@ -18,8 +18,15 @@
 //!   not 64. Only a new timer's message is parked, once: its entry
 //!   records the place, for its owner's cancel.
 //! - A parked message is as good as a queued one (rules 2 and 3 of
-//!   `shared`): the driver takes every parked message each round, and
-//!   looks at the spots after its fence before it sleeps.
+//!   `shared`): the driver takes each parked message due by its round's
+//!   horizon, and looks at the spots after its fence before it sleeps.
+//!   Beside each place is a tick: a park writes its timer's tick there
+//!   after it takes the place, and a move of a timer still parked lowers
+//!   it (`fetch_min`), each before the wake-up's fence. The driver reads
+//!   the tick without owning the message, so it may be an earlier or a
+//!   later message's: one too low only takes a message early, and one too
+//!   high means the parker's or the mover's fence came after the
+//!   driver's, so that producer sees the driver's plan and wakes it.
 //! - At shutdown the driver closes every spot: it swaps in a sentinel
 //!   (`closed()`), taking what was parked, and no park succeeds after (the message goes
 //!   to the spot's queue, which the driver closes too, and is refused there).
@@ -29,8 +36,8 @@
 //!   hint: the exchange succeeds only if that place holds this entry's
 //!   message, and an entry has at most one message on its way. So a
 //!   thread with up to `PLACES` requests in flight, answered in the order
-//!   made (or up to `PROBES` in any order), each before the driver's next
-//!   round, hands the driver none of them.
+//!   made (or up to `PROBES` in any order), each before its deadline comes
+//!   within the driver's horizon, hands the driver none of them.
 //! - `owners` counts the `TimerService` clones made on the spot's threads,
 //!   each counted out where it was counted in, with a version above the
 //!   count that every change bumps. A clone is made only from a clone, so
@@ -109,6 +116,8 @@ const VERSION: u64 = 1 << 32;
 /// One spot: its parked messages and its threads' counts.
 pub(crate) struct Spot {
     places: [AtomicPtr<Entry>; PLACES],
+    /// Each place's message's tick, or an earlier one (ground rules).
+    ticks: [AtomicU64; PLACES],
     /// The place after the one last parked in: where a park starts to look.
     next: AtomicU8,
     /// `TimerService` clones counted here, below a version (ground rules).
@@ -124,6 +133,7 @@ impl Default for Spot {
     fn default() -> Self {
         Self {
             places: core::array::from_fn(|_| AtomicPtr::default()),
+            ticks: core::array::from_fn(|_| AtomicU64::default()),
             next: AtomicU8::default(),
             owners: AtomicU64::default(),
             scheduled: AtomicU64::default(),
@@ -179,12 +189,12 @@ impl Spots {
         }
     }
 
-    /// Parks `message`, a new timer's, on its owner's thread, in an empty
-    /// place of spot `index`, looking at [`PROBES`] places from the one
-    /// after the place last parked in; if none is empty (taken, or
+    /// Parks `message`, a new timer's due at `tick`, on its owner's thread,
+    /// in an empty place of spot `index`, looking at [`PROBES`] places from
+    /// the one after the place last parked in; if none is empty (taken, or
     /// closed), hands it back, for the caller to queue.
     #[inline]
-    pub(crate) fn park(&self, index: usize, message: EntryRef) -> Result<(), EntryRef> {
+    pub(crate) fn park(&self, index: usize, message: EntryRef, tick: u64) -> Result<(), EntryRef> {
         let spot = self.spot(index);
         let ptr = message.as_ptr();
         let start = usize::from(spot.next.load(Ordering::Relaxed));
@@ -201,8 +211,10 @@ impl Spots {
                 .compare_exchange(ptr::null_mut(), ptr, Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok()
             {
-                // The place holds the reference now.
+                // The place holds the reference now; its tick is written
+                // after, before the wake-up's fence (ground rules).
                 let _ = message.into_raw();
+                spot.ticks[i].store(tick, Ordering::Relaxed);
                 spot.next.store(((i + 1) % PLACES) as u8, Ordering::Relaxed);
                 return Ok(());
             }
@@ -236,12 +248,31 @@ impl Spots {
         true
     }
 
-    /// Driver: takes every parked message, in spot order; returns how many.
-    pub(crate) fn sweep(&self, mut take: impl FnMut(EntryRef)) -> usize {
-        let mut taken = 0;
-        for place in self.places() {
+    /// The owner of `entry`, whose message may be parked in spot `index`,
+    /// moved it to `tick`: lowers the place's tick to it if the place still
+    /// holds the message, so that the driver does not leave it parked past
+    /// `tick`. A lower tick left on a message parked there since is harmless:
+    /// the driver takes that one early.
+    pub(crate) fn lower(&self, index: usize, entry: &Entry, tick: u64) {
+        let spot = self.spot(index);
+        let i = entry.place();
+        if spot.places[i].load(Ordering::Relaxed) == ptr::from_ref(entry).cast_mut() {
+            spot.ticks[i].fetch_min(tick, Ordering::Relaxed);
+        }
+    }
+
+    /// Driver: takes every parked message whose place's tick is at most
+    /// `due_by`, in spot order; returns how many it took, and whether it
+    /// left any.
+    pub(crate) fn sweep(&self, due_by: u64, mut take: impl FnMut(EntryRef)) -> (usize, bool) {
+        let (mut taken, mut left) = (0, false);
+        for (place, tick) in self.places() {
             // Only the driver closes a place, so a closed one stays closed.
             if !is_message(place.load(Ordering::Relaxed)) {
+                continue;
+            }
+            if tick.load(Ordering::Relaxed) > due_by {
+                left = true;
                 continue;
             }
             let ptr = place.swap(ptr::null_mut(), Ordering::AcqRel);
@@ -252,12 +283,12 @@ impl Spots {
                 taken += 1;
             }
         }
-        taken
+        (taken, left)
     }
 
     /// Driver, at shutdown: closes every place, taking what was parked.
     pub(crate) fn close(&self, mut take: impl FnMut(EntryRef)) {
-        for place in self.places() {
+        for (place, _) in self.places() {
             let ptr = place.swap(closed(), Ordering::AcqRel);
             if is_message(ptr) {
                 // SAFETY: as in `retract`: the swap took the reference the
@@ -267,15 +298,17 @@ impl Spots {
         }
     }
 
-    /// Whether any message is parked (a snapshot).
-    pub(crate) fn any_parked(&self) -> bool {
-        self.places()
-            .any(|place| is_message(place.load(Ordering::Relaxed)))
+    /// Whether any message is parked whose place's tick is at most
+    /// `due_by` (a snapshot).
+    pub(crate) fn any_parked(&self, due_by: u64) -> bool {
+        self.places().any(|(place, tick)| {
+            is_message(place.load(Ordering::Relaxed)) && tick.load(Ordering::Relaxed) <= due_by
+        })
     }
 
-    /// Every place of every spot.
-    fn places(&self) -> impl Iterator<Item = &AtomicPtr<Entry>> {
-        self.spots.iter().flat_map(|spot| spot.places.iter())
+    /// Every place of every spot, with its tick.
+    fn places(&self) -> impl Iterator<Item = (&AtomicPtr<Entry>, &AtomicU64)> {
+        (self.spots.iter()).flat_map(|spot| spot.places.iter().zip(spot.ticks.iter()))
     }
 
     /// Counts a `TimerService` clone in on spot `index`.
@@ -383,7 +416,7 @@ impl Drop for Spots {
     fn drop(&mut self) {
         // Parked messages outlive the driver only if it died before it
         // closed the spots.
-        self.sweep(drop);
+        self.sweep(u64::MAX, drop);
     }
 }
 

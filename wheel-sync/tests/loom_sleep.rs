@@ -3,7 +3,8 @@
 //! thread): a wake is not lost, sleeps fired in one round all complete, a
 //! registration races a shutdown, a sleep reset to a passed deadline and
 //! then moved races a shutdown, and a waited-on sleep moved as the service
-//! shuts down wakes its task; a parked sleep moved earlier fires.
+//! shuts down wakes its task; a parked sleep moved earlier fires, on a
+//! manual clock and on the real one, whose driver leaves it parked.
 //!
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p wheel-sync --release --test loom_sleep`
 #![cfg(loom)]
@@ -140,6 +141,31 @@ fn parked_sleep_moved_earlier_is_swept_and_fires() {
         };
         advancer.join().unwrap();
         assert!(sleep.is_elapsed(), "advance returned before it fired");
+        timers.shutdown().unwrap();
+        assert_eq!(timers.stats().fired, 1);
+    });
+}
+
+/// On the real clock (which loom holds at its origin): a sleep an hour
+/// away is parked, and the driver, whenever it sweeps, leaves it on its
+/// spot (due after the round's horizon, a `RECLAIM_EVERY` on); its owner
+/// moves it to a deadline already passed, its message still parked, while
+/// the driver may be going to sleep. The move lowers the place's tick, then
+/// fences and wakes a driver asleep past the new tick, so the driver takes
+/// the message and fires it, waking the task. Fails (the task is never
+/// woken) without the lowering (`Spots::lower`).
+#[test]
+fn a_sleep_left_parked_and_moved_to_a_passed_deadline_fires() {
+    model(|| {
+        let timers = TimerService::new();
+        let woken = counter();
+        let waker = Waker::from(StdArc::new(Counting(woken.clone())));
+        let mut cx = Context::from_waker(&waker);
+        let mut sleep = Box::pin(timers.sleep(HOUR));
+        assert!(sleep.as_mut().poll(&mut cx).is_pending());
+        sleep.as_mut().reset(past());
+        wait_until(|| woken.load(Ordering::SeqCst) == 1);
+        assert!(sleep.as_mut().poll(&mut cx).is_ready());
         timers.shutdown().unwrap();
         assert_eq!(timers.stats().fired, 1);
     });

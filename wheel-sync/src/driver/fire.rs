@@ -44,12 +44,13 @@ impl Driver {
         filed
     }
 
-    /// Takes every parked message and files it, and counts the copies
-    /// that cancels left dead since the last sweep; returns how many
-    /// messages it took.
+    /// Takes every parked message due by the round's horizon and files
+    /// it, and counts the copies that cancels left dead since the last
+    /// sweep; returns how many messages it took.
     pub(super) fn sweep(&mut self) -> usize {
         let shared = Arc::clone(&self.shared);
-        let taken = shared.spots.sweep(|entry| self.file(entry));
+        let (taken, left) = shared.spots.sweep(self.horizon, |entry| self.file(entry));
+        self.left_parked = left;
         let dead = shared.spots.total(Count::Dead);
         self.dead += dead.wrapping_sub(self.dead_seen) as usize;
         self.dead_seen = dead;

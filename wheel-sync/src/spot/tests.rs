@@ -11,17 +11,17 @@ fn park_refuse_retract_and_sweep_hand_each_reference_over_once() {
     let spots = Spots::new();
     let (a, a_msg) = message(1);
     let (b, b_msg) = message(2);
-    assert!(spots.park(3, a_msg).is_ok());
-    assert!(spots.any_parked());
+    assert!(spots.park(3, a_msg, 0).is_ok());
+    assert!(spots.any_parked(u64::MAX));
     // Fill the spot's other places: then it refuses.
     let others: Vec<EntryRef> = (1..PLACES)
         .map(|i| {
             let (owner, msg) = message(10 + i as u64);
-            assert!(spots.park(3, msg).is_ok(), "place {i} is free");
+            assert!(spots.park(3, msg, 0).is_ok(), "place {i} is free");
             owner
         })
         .collect();
-    let refused = spots.park(3, b_msg).expect_err("spot 3 is full");
+    let refused = spots.park(3, b_msg, 0).expect_err("spot 3 is full");
     assert_eq!(refused.as_ptr(), b.as_ptr());
     assert!(!spots.retract(3, &b), "b was never parked");
     assert!(!spots.retract(4, &a), "a is parked in spot 3");
@@ -29,17 +29,17 @@ fn park_refuse_retract_and_sweep_hand_each_reference_over_once() {
     assert!(!spots.retract(3, &a), "taken back once");
     // a's place is free again, and only it.
     let (c, c_msg) = message(3);
-    assert!(spots.park(3, c_msg).is_ok());
+    assert!(spots.park(3, c_msg, 0).is_ok());
     assert!(spots.retract(3, &c));
     for other in &others {
         assert!(spots.retract(3, other));
     }
-    assert!(!spots.any_parked());
-    assert!(spots.park(5, refused).is_ok());
+    assert!(!spots.any_parked(u64::MAX));
+    assert!(spots.park(5, refused, 0).is_ok());
     let mut swept = Vec::new();
-    assert_eq!(spots.sweep(|m| swept.push(m)), 1);
+    assert_eq!(spots.sweep(u64::MAX, |m| swept.push(m)).0, 1);
     assert_eq!(swept[0].as_ptr(), b.as_ptr());
-    assert_eq!(spots.sweep(drop), 0);
+    assert_eq!(spots.sweep(u64::MAX, drop).0, 0);
 }
 
 #[test]
@@ -50,17 +50,20 @@ fn a_sweep_takes_every_place_of_every_spot() {
             let (owner, msg) = message(i as u64);
             // The last one goes to another spot: this one is full.
             let spot = if i < PLACES { 7 } else { 8 };
-            assert!(spots.park(spot, msg).is_ok());
+            assert!(spots.park(spot, msg, 0).is_ok());
             owner
         })
         .collect();
     let mut swept = Vec::new();
-    assert_eq!(spots.sweep(|m| swept.push(m.as_ptr())), PLACES + 1);
+    assert_eq!(
+        spots.sweep(u64::MAX, |m| swept.push(m.as_ptr())).0,
+        PLACES + 1
+    );
     let mut expected: Vec<_> = owners.iter().map(EntryRef::as_ptr).collect();
     expected.sort();
     swept.sort();
     assert_eq!(swept, expected);
-    assert!(!spots.any_parked());
+    assert!(!spots.any_parked(u64::MAX));
 }
 
 /// Where each place of spot `index` points.
@@ -78,19 +81,19 @@ fn parks_go_round_from_the_cursor_and_a_cancel_finds_the_place_recorded() {
     let (a, a_msg) = message(1);
     let (b, b_msg) = message(2);
     let (c, c_msg) = message(3);
-    assert!(spots.park(4, a_msg).is_ok());
-    assert!(spots.park(4, b_msg).is_ok());
+    assert!(spots.park(4, a_msg, 0).is_ok());
+    assert!(spots.park(4, b_msg, 0).is_ok());
     assert!(spots.retract(4, &a));
     // Place 0 is free again, but the next park starts after b's place:
     // the place a thread's oldest request left, not its newest.
-    assert!(spots.park(4, c_msg).is_ok());
+    assert!(spots.park(4, c_msg, 0).is_ok());
     assert_eq!(
         places(&spots, 4)[..3],
         [ptr::null_mut(), b.as_ptr(), c.as_ptr()]
     );
     assert!(spots.retract(4, &c), "found where it was parked");
     assert!(spots.retract(4, &b));
-    assert!(!spots.any_parked());
+    assert!(!spots.any_parked(u64::MAX));
 }
 
 // Under miri a spot is one line: no place lies past the line a park
@@ -102,7 +105,7 @@ fn a_park_looks_at_a_line_of_places_from_the_cursor_then_gives_up() {
     let owners: Vec<EntryRef> = (0..PLACES)
         .map(|i| {
             let (owner, msg) = message(i as u64);
-            assert!(spots.park(6, msg).is_ok(), "place {i} is free");
+            assert!(spots.park(6, msg, 0).is_ok(), "place {i} is free");
             owner
         })
         .collect();
@@ -110,13 +113,15 @@ fn a_park_looks_at_a_line_of_places_from_the_cursor_then_gives_up() {
     // is free, but a park does not look that far.
     assert!(spots.retract(6, &owners[PROBES]));
     let (d, d_msg) = message(100);
-    let refused = spots.park(6, d_msg).expect_err("no place free in the line");
+    let refused = spots
+        .park(6, d_msg, 0)
+        .expect_err("no place free in the line");
     assert_eq!(refused.as_ptr(), d.as_ptr());
     // One free within the line: taken.
     assert!(spots.retract(6, &owners[PROBES - 1]));
-    assert!(spots.park(6, refused).is_ok());
+    assert!(spots.park(6, refused, 0).is_ok());
     assert_eq!(places(&spots, 6)[PROBES - 1], d.as_ptr());
-    assert_eq!(spots.sweep(drop), PLACES - 1);
+    assert_eq!(spots.sweep(u64::MAX, drop).0, PLACES - 1);
 }
 
 #[test]
@@ -124,14 +129,14 @@ fn a_cancel_whose_place_now_holds_another_message_takes_nothing() {
     let spots = Spots::new();
     let (x, x_msg) = message(1);
     let (a, a_msg) = message(2);
-    assert!(spots.park(5, x_msg).is_ok());
-    assert!(spots.park(5, a_msg).is_ok());
+    assert!(spots.park(5, x_msg, 0).is_ok());
+    assert!(spots.park(5, a_msg, 0).is_ok());
     // The driver takes both: a's record still names place 1.
-    assert_eq!(spots.sweep(drop), 2);
+    assert_eq!(spots.sweep(u64::MAX, drop).0, 2);
     let others: Vec<EntryRef> = (0..PLACES)
         .map(|i| {
             let (owner, msg) = message(10 + i as u64);
-            assert!(spots.park(5, msg).is_ok());
+            assert!(spots.park(5, msg, 0).is_ok());
             owner
         })
         .collect();
@@ -139,7 +144,7 @@ fn a_cancel_whose_place_now_holds_another_message_takes_nothing() {
     assert_eq!(places(&spots, 5)[1], others[PLACES - 1].as_ptr());
     assert!(!spots.retract(5, &a), "place 1 holds another message");
     assert_eq!(places(&spots, 5)[1], others[PLACES - 1].as_ptr());
-    assert_eq!(spots.sweep(drop), PLACES);
+    assert_eq!(spots.sweep(u64::MAX, drop).0, PLACES);
     drop(x);
 }
 
@@ -148,18 +153,22 @@ fn a_closed_spot_gives_up_what_it_held_and_takes_nothing_after() {
     let spots = Spots::new();
     let (a, a_msg) = message(1);
     let (b, b_msg) = message(2);
-    assert!(spots.park(2, a_msg).is_ok());
+    assert!(spots.park(2, a_msg, 0).is_ok());
     let mut closed_on = Vec::new();
     spots.close(|m| closed_on.push(m));
     assert_eq!(closed_on.len(), 1, "the parked message, once");
     // Every place of spot 2 is closed, not only the one a was in.
     assert_eq!(closed_on[0].as_ptr(), a.as_ptr());
-    assert!(!spots.any_parked());
-    let refused = spots.park(2, b_msg).expect_err("spot 2 is closed");
+    assert!(!spots.any_parked(u64::MAX));
+    let refused = spots.park(2, b_msg, 0).expect_err("spot 2 is closed");
     assert_eq!(refused.as_ptr(), b.as_ptr());
-    assert!(spots.park(9, refused).is_err(), "every spot is closed");
+    assert!(spots.park(9, refused, 0).is_err(), "every spot is closed");
     assert!(!spots.retract(2, &a));
-    assert_eq!(spots.sweep(drop), 0, "a sweep neither takes nor reopens");
+    assert_eq!(
+        spots.sweep(u64::MAX, drop).0,
+        0,
+        "a sweep neither takes nor reopens"
+    );
     spots.close(|_| panic!("closed twice: nothing to take"));
 }
 
@@ -167,7 +176,7 @@ fn a_closed_spot_gives_up_what_it_held_and_takes_nothing_after() {
 fn dropping_the_spots_releases_what_is_parked() {
     let spots = Spots::new();
     let (a, a_msg) = message(1);
-    assert!(spots.park(0, a_msg).is_ok());
+    assert!(spots.park(0, a_msg, 0).is_ok());
     drop(spots);
     // `a` is now the last reference: dropping it frees the entry (miri
     // reports a leak or a double free otherwise).
@@ -201,4 +210,37 @@ fn counts_sum_across_spots() {
     assert_eq!(spots.live(), 0, "never below zero");
     assert_eq!(spots.total(Count::Scheduled), 1);
     assert_eq!(spots.total(Count::Cancelled), 1);
+}
+
+/// A sweep takes only what is parked due by its horizon, and says whether
+/// it left any; the look before a sleep asks the same. A move's lowering of
+/// a parked message's tick lets the next sweep take it; once the message
+/// has left its place, a lowering touches nothing.
+#[test]
+fn a_sweep_leaves_what_is_due_later_until_its_tick_is_lowered() {
+    let spots = Spots::new();
+    let (near, near_msg) = message(10);
+    let (far, far_msg) = message(1_000);
+    assert!(spots.park(7, near_msg, 10).is_ok());
+    assert!(spots.park(7, far_msg, 1_000).is_ok());
+    assert!(!spots.any_parked(9));
+    assert!(spots.any_parked(10));
+    let mut swept = Vec::new();
+    assert_eq!(spots.sweep(100, |m| swept.push(m.as_ptr())), (1, true));
+    assert_eq!(swept, [near.as_ptr()]);
+    assert!(!spots.any_parked(999));
+    assert!(spots.any_parked(u64::MAX));
+    // Lowered on the wrong spot: not there, nothing moves.
+    spots.lower(8, &far, 50);
+    assert_eq!(spots.sweep(100, drop), (0, true));
+    spots.lower(7, &far, 50);
+    assert!(spots.any_parked(100));
+    assert_eq!(spots.sweep(100, |m| swept.push(m.as_ptr())), (1, false));
+    assert_eq!(swept, [near.as_ptr(), far.as_ptr()]);
+    // A message parked since keeps its own tick.
+    let (next, next_msg) = message(2_000);
+    assert!(spots.park(7, next_msg, 2_000).is_ok());
+    spots.lower(7, &far, 0);
+    assert_eq!(spots.sweep(1_999, drop), (0, true));
+    assert!(spots.retract(7, &next));
 }
