@@ -2,7 +2,7 @@
 //! in `shared` (filing and firing are in `driver/fire.rs`).
 //!
 //! A round: note the advances asked for; file at most a batch of queued
-//! messages, and the parked ones;
+//! messages, and the parked ones due by its horizon;
 //! fire what is due, at most a batch, in deadline order (callbacks run,
 //! sleeps' tasks woken); if a batch was full, go again; else cascade ahead
 //! while there is time, and sleep until the next expiration.
@@ -200,7 +200,10 @@ impl Driver {
     /// very next submission, and a thread that schedules and cancels in a
     /// loop would pay for a wake-up every few timers. A nap in which
     /// nothing arrives ends in a sleep for good: an idle service costs no
-    /// CPU.
+    /// CPU. An empty wheel beside parked timers the round left (due after
+    /// its horizon) naps too, and keeps napping: those timers are pending,
+    /// and the driver looks at them again by the horizon, as it looks every
+    /// [`RECLAIM_EVERY`] while the wheel holds timers.
     ///
     /// A producer that has claimed a place in a queue and not written it
     /// holds up whatever is queued behind it there: the driver then asks to be

@@ -30,8 +30,8 @@
 //! - `place` is written only by the park of a new timer's message on its
 //!   owner's thread (only a new timer is parked; a re-arm is queued),
 //!   before the owner's reference leaves that thread, and read only by the
-//!   owner's cancel: a hint of where the message is parked, which the
-//!   exchange on that place checks (see `spot`).
+//!   owner's cancel or move: a hint of where the message is parked, which
+//!   the exchange (or the comparison) on that place checks (see `spot`).
 
 use core::marker::PhantomData;
 use core::ptr::NonNull;

@@ -42,10 +42,11 @@
 //!   eight after the one last parked in, so requests answered in the order
 //!   made stay there up to 64 in flight, in any order up to eight), else goes into the spot's
 //!   lock-free MPSC queue (a queue per spot, so threads on different
-//!   spots never write one tail); the one driver thread takes all of them
-//!   each round. A cancel takes a parked timer back, so a request timeout
-//!   answered in time, with up to that many in flight on its thread, never
-//!   reaches the driver. Each thread counts
+//!   spots never write one tail); the one driver thread takes what is
+//!   queued each round, and what is parked once it is due within 100 ms
+//!   (the longest the driver sleeps with timers pending). A cancel takes a
+//!   parked timer back, so a request timeout answered in time, with up to
+//!   that many in flight on its thread, never reaches the driver. Each thread counts
 //!   its timers, and the handles it makes hold the service, on lines it
 //!   owns, however the service is held (by reference, a clone per task, the
 //!   global functions).

@@ -77,7 +77,7 @@
 //!    counts the copy dead on the canceller's spot instead, which the
 //!    driver sums each round. It drops the dead copies all at once when
 //!    they outnumber the live ones (by its count, which errs high). A round
-//!    files at most [`BATCH`] queued messages (and what the spots hold), fires at most `BATCH` due timers in
+//!    files at most [`BATCH`] queued messages (and what the spots hold due by its horizon), fires at most `BATCH` due timers in
 //!    deadline order (a callback run, a sleep's task woken, each as it
 //!    fires). While timers
 //!    are pending it sleeps at most [`RECLAIM_EVERY`], so the dead copies

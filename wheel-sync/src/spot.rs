@@ -16,17 +16,24 @@
 //!   a thread whose requests are answered in the order made finds the
 //!   place its oldest one left, and a full spot costs a park eight loads,
 //!   not 64. Only a new timer's message is parked, once: its entry
-//!   records the place, for its owner's cancel.
+//!   records the place, for its owner's cancel or move.
 //! - A parked message is as good as a queued one (rules 2 and 3 of
 //!   `shared`): the driver takes each parked message due by its round's
 //!   horizon, and looks at the spots after its fence before it sleeps.
-//!   Beside each place is a tick: a park writes its timer's tick there
-//!   after it takes the place, and a move of a timer still parked lowers
-//!   it (`fetch_min`), each before the wake-up's fence. The driver reads
-//!   the tick without owning the message, so it may be an earlier or a
-//!   later message's: one too low only takes a message early, and one too
-//!   high means the parker's or the mover's fence came after the
-//!   driver's, so that producer sees the driver's plan and wakes it.
+//!   Beside each place is a tick. A park reserves an empty place (a
+//!   compare-exchange to `reserved()`), writes its timer's tick, and only
+//!   then shows its message there (a `Release` store), so no one else
+//!   writes the place or its tick meanwhile, and a park's tick cannot
+//!   land on a later message (two threads may park in one spot). A move of
+//!   a timer still parked lowers the tick (`fetch_min`). Both come before
+//!   the wake-up's fence. The driver reads the tick without owning the
+//!   message, after an `Acquire` load that shows the message: the tick is
+//!   that message's, or lower (a move, or a lowering meant for a message
+//!   taken before), which only takes a message early. A reserved place is
+//!   no message to the driver: if its look after its fence sees it
+//!   reserved, the park's fence comes after the driver's, and the parker
+//!   sees the driver's plan and wakes it. The close waits for a reserved
+//!   place to show its message: a park runs no user code in between.
 //! - At shutdown the driver closes every spot: it swaps in a sentinel
 //!   (`closed()`), taking what was parked, and no park succeeds after (the message goes
 //!   to the spot's queue, which the driver closes too, and is refused there).
@@ -68,14 +75,15 @@ use crossbeam_utils::CachePadded;
 
 use crate::entry::{Entry, EntryRef};
 use crate::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicU8, Ordering};
+use crate::sync::Backoff;
 
 /// Spots per service; under loom, two (its model threads share one OS
 /// thread, and so may share a spot: the shared case).
 pub(crate) const SPOTS: usize = if cfg!(loom) { 2 } else { 64 };
 
 /// Places in a spot for parked messages: enough for the requests its
-/// threads keep in flight, so that those cancelled before the driver's
-/// next round never reach it. Under loom, two, so that its models meet a
+/// threads keep in flight, so that those cancelled before they are due
+/// within the driver's horizon never reach it. Under loom, two, so that its models meet a
 /// spot with one place taken; under miri, a line's worth, as the driver
 /// looks at every place each round. At most 256: an entry records its
 /// place in a byte.
@@ -103,9 +111,16 @@ fn closed() -> *mut Entry {
     ptr::without_provenance_mut(1)
 }
 
-/// Whether a place's word holds a parked message: neither empty nor closed.
+/// A place a park has reserved and not yet shown its message in: no
+/// entry's address either (entries are aligned to more than two bytes).
+fn reserved() -> *mut Entry {
+    ptr::without_provenance_mut(2)
+}
+
+/// Whether a place's word holds a parked message: neither empty, closed
+/// nor reserved.
 fn is_message(word: *mut Entry) -> bool {
-    !word.is_null() && word != closed()
+    !word.is_null() && word != closed() && word != reserved()
 }
 
 /// An owner count's low half: the count.
@@ -205,16 +220,22 @@ impl Spots {
                 continue;
             }
             // Recorded while this thread alone holds the message; only the
-            // entry's owner reads it, in a cancel after this call.
+            // entry's owner reads it, in a cancel or a move after this call.
             message.set_place(i as u8);
             if place
-                .compare_exchange(ptr::null_mut(), ptr, Ordering::AcqRel, Ordering::Relaxed)
+                .compare_exchange(
+                    ptr::null_mut(),
+                    reserved(),
+                    Ordering::AcqRel,
+                    Ordering::Relaxed,
+                )
                 .is_ok()
             {
-                // The place holds the reference now; its tick is written
-                // after, before the wake-up's fence (ground rules).
-                let _ = message.into_raw();
+                // Reserved: no one else writes the place or its tick until
+                // the message shows, after its tick (ground rules).
                 spot.ticks[i].store(tick, Ordering::Relaxed);
+                let _ = message.into_raw();
+                place.store(ptr, Ordering::Release);
                 spot.next.store(((i + 1) % PLACES) as u8, Ordering::Relaxed);
                 return Ok(());
             }
@@ -267,18 +288,25 @@ impl Spots {
     pub(crate) fn sweep(&self, due_by: u64, mut take: impl FnMut(EntryRef)) -> (usize, bool) {
         let (mut taken, mut left) = (0, false);
         for (place, tick) in self.places() {
-            // Only the driver closes a place, so a closed one stays closed.
-            if !is_message(place.load(Ordering::Relaxed)) {
+            // Acquire: the tick read next is this message's or lower, or,
+            // should this one have left since, a later message's.
+            let seen = place.load(Ordering::Acquire);
+            if !is_message(seen) {
                 continue;
             }
             if tick.load(Ordering::Relaxed) > due_by {
                 left = true;
                 continue;
             }
-            let ptr = place.swap(ptr::null_mut(), Ordering::AcqRel);
-            if !ptr.is_null() {
-                // SAFETY: as in `retract`: the swap took the reference the
-                // place held (ground rules).
+            // An exchange, not a swap: the place may have been taken back
+            // and reserved by another park since (left to that park), or
+            // taken back and given a new message (left to the next round).
+            let exchanged =
+                place.compare_exchange(seen, ptr::null_mut(), Ordering::AcqRel, Ordering::Relaxed);
+            if let Ok(ptr) = exchanged {
+                // SAFETY: as in `retract`: the exchange took the reference
+                // the place held (ground rules). `ptr`, not `seen`: the
+                // pointer the place holds now, whatever was freed since.
                 take(unsafe { EntryRef::from_raw(ptr) });
                 taken += 1;
             }
@@ -287,9 +315,23 @@ impl Spots {
     }
 
     /// Driver, at shutdown: closes every place, taking what was parked.
+    /// A place reserved by a park is closed once its message shows: between
+    /// the two a park runs no user code, takes no lock and cannot panic.
     pub(crate) fn close(&self, mut take: impl FnMut(EntryRef)) {
         for (place, _) in self.places() {
-            let ptr = place.swap(closed(), Ordering::AcqRel);
+            let backoff = Backoff::new();
+            let ptr = loop {
+                let word = place.load(Ordering::Acquire);
+                if word == reserved() {
+                    backoff.snooze();
+                    continue;
+                }
+                if (place.compare_exchange(word, closed(), Ordering::AcqRel, Ordering::Acquire))
+                    .is_ok()
+                {
+                    break word;
+                }
+            };
             if is_message(ptr) {
                 // SAFETY: as in `retract`: the swap took the reference the
                 // place held (ground rules).
@@ -302,7 +344,7 @@ impl Spots {
     /// `due_by` (a snapshot).
     pub(crate) fn any_parked(&self, due_by: u64) -> bool {
         self.places().any(|(place, tick)| {
-            is_message(place.load(Ordering::Relaxed)) && tick.load(Ordering::Relaxed) <= due_by
+            is_message(place.load(Ordering::Acquire)) && tick.load(Ordering::Relaxed) <= due_by
         })
     }
 

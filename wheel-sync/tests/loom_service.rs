@@ -336,6 +336,30 @@ fn timers_sharing_a_spot_are_all_accounted_for() {
     });
 }
 
+/// Two threads park into one spot (as threads do when there are more of
+/// them than spots, or when a `Sleep` is first polled off the thread that
+/// made it): one an hour-long timer, the other one already due, which is
+/// waited for. Whatever the driver sweeps meanwhile, the due one fires: a
+/// park reserves its place, writes its tick, and only then shows its
+/// message there, so the tick of a message the driver took cannot land on
+/// a later message in the same place. Fails (the due timer is left parked
+/// behind the hour's tick) with the tick written after the message shows.
+#[test]
+fn a_due_timer_parked_where_an_hour_long_one_just_was_fires() {
+    model(|| {
+        let (timers, fired) = (TimerService::new(), counter());
+        let far = {
+            let timers = timers.clone();
+            thread::spawn(move || timers.schedule(HOUR, || ()).unwrap())
+        };
+        let _due =
+            fires_though_racing_park(&timers, &fired, |t, f| t.schedule_at(past(), f).unwrap());
+        let far = far.join().unwrap();
+        timers.shutdown().unwrap();
+        assert!(far.is_cancelled(), "abandoned by the shutdown");
+    });
+}
+
 /// A thread makes one timer more than its spot has places (two under
 /// loom): the last is queued beside the parked ones, unless the driver
 /// swept meanwhile. The one due now fires wherever it waited, a cancel
