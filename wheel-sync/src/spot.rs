@@ -5,7 +5,7 @@
 //! # Ground rules
 //!
 //! - Each of a spot's [`PLACES`] holds at most one message: an `EntryRef`
-//!   given up by `into_raw`. Whoever compare-exchanges or swaps a pointer
+//!   given up by `into_raw`. Whoever compare-exchanges a pointer
 //!   out of a place owns that reference. Parking puts a message into an
 //!   empty place only; a spot with none empty leaves the new message to the
 //!   spot's queue, so a message is always parked or queued, never in a
@@ -22,9 +22,10 @@
 //!   horizon, and looks at the spots after its fence before it sleeps.
 //!   Beside each place is a tick. A park reserves an empty place (a
 //!   compare-exchange to `reserved()`), writes its timer's tick, and only
-//!   then shows its message there (a `Release` store), so no one else
+//!   then shows its message there (a `Release` store), so no other park
 //!   writes the place or its tick meanwhile, and a park's tick cannot
-//!   land on a later message (two threads may park in one spot). A move of
+//!   land on a later message (two threads may park in one spot); only a
+//!   lowering meant for a message taken before may (below). A move of
 //!   a timer still parked lowers the tick (`fetch_min`). Both come before
 //!   the wake-up's fence. The driver reads the tick without owning the
 //!   message, after an `Acquire` load that shows the message: the tick is
@@ -34,7 +35,7 @@
 //!   reserved, the park's fence comes after the driver's, and the parker
 //!   sees the driver's plan and wakes it. The close waits for a reserved
 //!   place to show its message: a park runs no user code in between.
-//! - At shutdown the driver closes every spot: it swaps in a sentinel
+//! - At shutdown the driver closes every spot: it exchanges in a sentinel
 //!   (`closed()`), taking what was parked, and no park succeeds after (the message goes
 //!   to the spot's queue, which the driver closes too, and is refused there).
 //! - A cancel takes a parked timer's message back with a compare-exchange
@@ -231,7 +232,7 @@ impl Spots {
                 )
                 .is_ok()
             {
-                // Reserved: no one else writes the place or its tick until
+                // Reserved: no other park writes the place or its tick until
                 // the message shows, after its tick (ground rules).
                 spot.ticks[i].store(tick, Ordering::Relaxed);
                 let _ = message.into_raw();
@@ -300,7 +301,9 @@ impl Spots {
             }
             // An exchange, not a swap: the place may have been taken back
             // and reserved by another park since (left to that park), or
-            // taken back and given a new message (left to the next round).
+            // taken back and given a new message (left to the next round,
+            // unless its entry has the address of the one seen: then taken
+            // now, early, which is harmless).
             let exchanged =
                 place.compare_exchange(seen, ptr::null_mut(), Ordering::AcqRel, Ordering::Relaxed);
             if let Ok(ptr) = exchanged {
@@ -333,8 +336,8 @@ impl Spots {
                 }
             };
             if is_message(ptr) {
-                // SAFETY: as in `retract`: the swap took the reference the
-                // place held (ground rules).
+                // SAFETY: as in `retract`: the exchange took the reference
+                // the place held (ground rules).
                 take(unsafe { EntryRef::from_raw(ptr) });
             }
         }
