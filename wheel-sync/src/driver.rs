@@ -155,7 +155,7 @@ impl Driver {
         // needs every deadline in the wheels.
         self.horizon = match manual_now {
             Some(_) => u64::MAX,
-            None => (self.shared.clock).tick_for(self.shared.clock.now() + RECLAIM_EVERY),
+            None => self.shared.clock.tick_after(RECLAIM_EVERY),
         };
         let filed = self.file_messages(BATCH) + self.sweep();
         self.drop_dead();
@@ -217,18 +217,17 @@ impl Driver {
         self.shared.count_panics(take_uncounted());
         let clock = &self.shared.clock;
         let manual = clock.manual_ns().is_some();
+        // With timers pending, a real clock's sleep ends at the round's
+        // horizon at the latest (a nap ends there), and the plan says so: a
+        // producer need not wake a driver that will be up before its timer
+        // anyway, and a message left parked, due after the horizon, is
+        // looked at again before it is due.
         let plan = match self.next_expiration() {
-            None if (busy || self.left_parked) && !manual => Some(clock.tick_after(RECLAIM_EVERY)),
+            None if (busy || self.left_parked) && !manual => Some(self.horizon),
             next => next,
         };
-        // With timers pending, a real clock's sleep ends at the round's
-        // horizon at the latest, and the plan says so: a producer need not
-        // wake a driver that will be up before its timer anyway, and a
-        // message left parked, due after the horizon, is looked at again
-        // before it is due.
-        let cap = self.horizon;
         let wake = match plan {
-            Some(tick) if !manual => tick.min(cap),
+            Some(tick) if !manual => tick.min(self.horizon),
             Some(tick) => tick,
             None => FOREVER,
         };

@@ -80,8 +80,8 @@ pub(crate) struct Entry {
     /// that the entry is `Sync` without `unsafe`.
     marks: AtomicU8,
     /// The spot's place its message was parked in (ground rules): where
-    /// its owner's cancel looks. A hint only: the cancel takes the message
-    /// back only if the place holds this entry.
+    /// its owner's cancel or move looks. A hint only: each acts on the
+    /// place only if it holds this entry.
     place: AtomicU8,
     vtable: &'static VTable,
 }
