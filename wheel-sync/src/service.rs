@@ -2,7 +2,6 @@
 //! clone ends the service.
 
 use core::fmt;
-use core::future::Future;
 use core::mem::ManuallyDrop;
 use std::time::{Duration, Instant};
 
@@ -15,15 +14,15 @@ use crate::shared::{Message, Shared};
 use crate::spot::Count;
 use crate::sync::Arc;
 use crate::{
-    AdvanceError, Builder, Interval, ScheduleError, ShutdownError, ShutdownReport, Sleep, Stats,
-    Timeout, TimerHandle,
+    AdvanceError, Builder, ScheduleError, ShutdownError, ShutdownReport, Stats, TimerHandle,
 };
 
 /// A timer service: cheap to clone, `Send + Sync`.
 ///
 /// The service runs until [`shutdown`](Self::shutdown) is called or its
 /// last `TimerService` clone is dropped, as a runtime does: the futures and
-/// handles it hands out ([`Sleep`], [`Timeout`], [`Interval`],
+/// handles it hands out ([`Sleep`](crate::Sleep),
+/// [`Timeout`](crate::Timeout), [`Interval`](crate::Interval),
 /// [`DelayQueue`](crate::DelayQueue), [`TimerHandle`]) do not keep it
 /// running. Once it is down they report it: a pending `Sleep` panics when
 /// polled, a callback's handle says it was cancelled. See the
@@ -316,117 +315,6 @@ impl TimerService {
         })
     }
 
-    /// A future that completes after `delay`.
-    ///
-    /// # Examples
-    /// ```
-    /// use std::time::Duration;
-    ///
-    /// let timers = wheel_sync::TimerService::new();
-    /// # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-    /// rt.block_on(async {
-    ///     timers.sleep(Duration::from_millis(1)).await;
-    /// });
-    /// ```
-    pub fn sleep(&self, delay: Duration) -> Sleep {
-        Sleep::after(lane::lane(self.shared()), delay)
-    }
-
-    /// A future that completes at `deadline`.
-    ///
-    /// # Examples
-    /// ```
-    /// use std::time::{Duration, Instant};
-    ///
-    /// let timers = wheel_sync::TimerService::new();
-    /// # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-    /// rt.block_on(timers.sleep_until(Instant::now() + Duration::from_millis(1)));
-    /// ```
-    pub fn sleep_until(&self, deadline: Instant) -> Sleep {
-        Sleep::until(lane::lane(self.shared()), deadline)
-    }
-
-    /// Runs `future` with a deadline `delay` from now.
-    ///
-    /// # Examples
-    /// ```
-    /// use std::time::Duration;
-    ///
-    /// let timers = wheel_sync::TimerService::new();
-    /// # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-    /// let reply = rt.block_on(timers.timeout(Duration::from_secs(1), async { "pong" }));
-    /// assert_eq!(reply, Ok("pong"));
-    /// ```
-    pub fn timeout<F: Future>(&self, delay: Duration, future: F) -> Timeout<F> {
-        Timeout::new(future, self.sleep(delay))
-    }
-
-    /// Runs `future` with a deadline at `deadline`. The future is polled
-    /// first, so one that is ready wins even when the deadline has passed.
-    ///
-    /// # Examples
-    /// ```
-    /// use std::time::{Duration, Instant};
-    ///
-    /// let timers = wheel_sync::TimerService::new();
-    /// # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-    /// let deadline = Instant::now() + Duration::from_millis(2);
-    /// let never = std::future::pending::<()>();
-    /// assert!(rt.block_on(timers.timeout_at(deadline, never)).is_err());
-    /// assert!(Instant::now() >= deadline);
-    /// ```
-    pub fn timeout_at<F: Future>(&self, deadline: Instant, future: F) -> Timeout<F> {
-        Timeout::new(future, self.sleep_until(deadline))
-    }
-
-    /// Ticks every `period`, the first at once: [`interval_at`](Self::interval_at)
-    /// from now.
-    ///
-    /// # Panics
-    /// If `period` is zero.
-    ///
-    /// # Examples
-    /// ```
-    /// use std::time::{Duration, Instant};
-    ///
-    /// let timers = wheel_sync::TimerService::new();
-    /// let start = Instant::now();
-    /// let mut heartbeat = timers.interval(Duration::from_millis(2));
-    /// # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-    /// rt.block_on(async {
-    ///     for _ in 0..3 {
-    ///         heartbeat.tick().await; // send a heartbeat
-    ///     }
-    /// });
-    /// assert!(start.elapsed() >= Duration::from_millis(4)); // at 0, 2 and 4 ms
-    /// ```
-    pub fn interval(&self, period: Duration) -> Interval {
-        self.interval_at(self.now(), period)
-    }
-
-    /// Ticks at `start` and every `period` after it, on one reused timer
-    /// (see [`Interval`]).
-    ///
-    /// # Panics
-    /// If `period` is zero.
-    ///
-    /// # Examples
-    /// ```
-    /// use std::time::{Duration, Instant};
-    ///
-    /// let timers = wheel_sync::TimerService::new();
-    /// let start = Instant::now() + Duration::from_millis(2);
-    /// let mut every = timers.interval_at(start, Duration::from_millis(3));
-    /// # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-    /// rt.block_on(async {
-    ///     assert_eq!(every.tick().await, start);
-    ///     assert_eq!(every.tick().await, start + Duration::from_millis(3));
-    /// });
-    /// ```
-    pub fn interval_at(&self, start: Instant, period: Duration) -> Interval {
-        Interval::new(self.sleep_until(start), period)
-    }
-
     /// The service's time: `Instant::now()`, or for a
     /// [manual clock](Builder::manual_clock) the moment it was built plus
     /// however far [`advance`](Self::advance) has moved it.
@@ -569,7 +457,7 @@ impl TimerService {
 
     /// Stops and joins the driver. Timers still pending never fire: their
     /// callbacks are dropped and counted in the report; pending futures are
-    /// woken and panic if polled (see [`Sleep`]). Afterwards `schedule`
+    /// woken and panic if polled (see [`Sleep`](crate::Sleep)). Afterwards `schedule`
     /// returns [`ScheduleError::Shutdown`].
     ///
     /// # Errors
@@ -608,5 +496,6 @@ impl fmt::Debug for TimerService {
     }
 }
 
+mod futures;
 #[cfg(test)]
 mod tests;
