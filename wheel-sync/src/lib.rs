@@ -166,9 +166,12 @@
 //! Nothing a user hands in can stop the driver: a panic in a callback, in
 //! a waker's wake, or in the drop of a closure's captures (on fire, cancel
 //! and shutdown) is caught and counted in [`Stats::panicked`], and
-//! everything else still fires. A `Sleep`'s waker is cloned and dropped
-//! only by the `Sleep` itself, on the thread that polls or drops it, never
-//! by the driver: a panic there unwinds into that poll or drop, as in any
+//! everything else still fires. A `Sleep`'s waker is cloned only by the
+//! `Sleep` itself, and dropped by it, on the thread that polls or drops
+//! it, but for the one the driver wakes: a wake consumes its waker, as in
+//! tokio's driver, so a task that kept no other reference has its waker
+//! dropped inside that wake, caught with it. A panic in the `Sleep`'s own
+//! clone or drop of a waker unwinds into that poll or drop, as in any
 //! future (tokio's `Sleep` included). No user code runs inside other user
 //! code: the driver runs callbacks and wakes wakers one after another, as
 //! it fires their timers in deadline order, holding no lock (so a wake

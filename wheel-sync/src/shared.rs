@@ -13,7 +13,8 @@
 //!    drops its waker too, from whatever state, on its own thread: taken
 //!    out under the entry's lock if another holds the entry, else with
 //!    the entry's last reference. A timer whose owner is gone needs no
-//!    wake, and the driver never drops a sleep's waker.)
+//!    wake, and the driver drops a sleep's waker only by waking it: a wake
+//!    consumes its waker.)
 //!
 //!    A timer is counted in before its message is sent, so it is never
 //!    counted out first. Without a `max_pending` limit, each thread counts
@@ -88,7 +89,8 @@
 //!    service runs (callbacks, wakes, the drops of closures) is caught and
 //!    its panics counted in one place ([`Shared::count_panics`]); a
 //!    `Sleep`'s waker is cloned and dropped only by the `Sleep`, on its
-//!    owner's thread, uncaught, as in any future.
+//!    owner's thread, uncaught, as in any future, but for the driver's
+//!    wake, which consumes it (caught, as every wake).
 //! 6. **A manual clock's `advance`** bumps `advances`, fences, and wakes
 //!    the driver; the driver reads `advances`, then the clock, before it
 //!    files, and stores `advances` in `served` after a round that filed

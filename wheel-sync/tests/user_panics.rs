@@ -3,7 +3,7 @@
 //! the driver's side is caught and counted in `Stats::panicked`, on fire,
 //! cancel and shutdown, and every later timer still fires; a `Sleep`'s
 //! waker is dropped on its owner's thread, where its panic unwinds as in
-//! any future; and a drop that blocks holds up only
+//! any future, unless the driver's wake consumes it; and a drop that blocks holds up only
 //! the thread that drops it (or a shutdown, which waits for it).
 #![cfg(not(loom))]
 
