@@ -80,7 +80,7 @@
 //!   a dead copy (holding its entry) in the driver's wheel until its deadline
 //!   or until the dead copies outnumber the live ones, when the driver
 //!   drops them all (it looks at least every 100 ms while timers are
-//!   pending).
+//!   pending, or once a tick with a coarser tick).
 //!
 //! # The global service
 //!

@@ -348,6 +348,7 @@ fn parked_timers_due_after_the_drivers_horizon_stay_parked_through_its_rounds() 
     let timers = TimerService::new();
     let waker = std::task::Waker::noop();
     let before = timers.stats().rounds;
+    let start = std::time::Instant::now();
     let mut sleeps: Vec<_> = (0..IN_FLIGHT)
         .map(|_| timers.sleep(Duration::from_secs(1)))
         .collect();
@@ -360,7 +361,10 @@ fn parked_timers_due_after_the_drivers_horizon_stay_parked_through_its_rounds() 
     let filed = timers.stats().max_filed_per_round;
     drop(sleeps);
     assert_eq!(timers.pending(), 0);
-    // A round may land between a place's claim and its tick's store, and
-    // take that one timer early.
-    assert!(filed <= 2, "the driver filed {filed} in a round");
+    // A park reserves its place before it writes the tick, and a round
+    // skips a reserved place: none was taken early. (Unless this thread
+    // was held up until the sleeps came within the horizon.)
+    if start.elapsed() < Duration::from_millis(800) {
+        assert_eq!(filed, 0, "the driver filed {filed} in a round");
+    }
 }
