@@ -21,8 +21,8 @@ pub struct ShutdownReport {
     /// Timers (callbacks and futures) pending at shutdown: they never fired,
     /// and their callbacks were dropped without running. Exact: every timer
     /// scheduled `Ok` before `shutdown` returned either fired, was
-    /// cancelled, or is counted here (see the crate docs for the one
-    /// exception: a producer thread stopped for 10 s mid-schedule).
+    /// cancelled, or is counted here, however long a producer racing the
+    /// shutdown was held up mid-schedule (see the crate docs).
     pub unfired: usize,
     /// Callbacks that fired and were handed to the
     /// [callback executor](crate::Builder::callback_executor), which dropped them
