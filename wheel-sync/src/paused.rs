@@ -61,6 +61,11 @@ impl TimerService {
         if self.shared().clock.manual_ns().is_none() {
             return Err(AdvanceError::NotManual);
         }
+        // Refused before the first poll, so that the answer does not depend
+        // on whether the future happens to be ready.
+        if self.shared().on_driver_thread() {
+            return Err(AdvanceError::FromCallback);
+        }
         let signal = Arc::new(Signal {
             woken: AtomicBool::new(false),
             thread: thread::current(),

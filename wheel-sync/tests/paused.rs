@@ -237,6 +237,27 @@ fn advance_to_next_refuses_a_real_clock_a_callback_and_a_shut_down_service() {
     assert_eq!(timers.advance_to_next(), Err(AdvanceError::Shutdown));
 }
 
+/// `run_paused` from a callback is refused whatever the future: before,
+/// one ready at its first poll (polled on the driver's thread) was answered
+/// `Ok`, and only one that had to wait got `FromCallback`.
+#[test]
+fn run_paused_from_a_callback_is_refused_ready_or_not() {
+    let timers = manual();
+    let (tx, rx) = mpsc::channel();
+    let inner = timers.clone();
+    timers
+        .schedule(ms(1), move || {
+            let ready = inner.run_paused(async { "ready" });
+            let waiting = inner.run_paused(inner.sleep(ms(5)));
+            tx.send((ready, waiting)).unwrap();
+        })
+        .unwrap();
+    timers.advance(ms(1)).unwrap();
+    let (ready, waiting) = rx.recv().unwrap();
+    assert_eq!(ready, Err(AdvanceError::FromCallback));
+    assert_eq!(waiting, Err(AdvanceError::FromCallback));
+}
+
 #[test]
 fn run_paused_waits_for_another_thread_when_no_timer_can_come_due() {
     let timers = manual();
