@@ -39,9 +39,11 @@ use key::Renames;
 /// no particular order), then the rest in deadline order.
 ///
 /// **Wakes.** The task that last polled the queue is woken when an
-/// `insert` or a `reset` makes the earliest deadline earlier, and when a
-/// `remove`, `try_remove` or `clear` leaves the queue empty or makes its
-/// earliest deadline later; its next poll then waits for the new one. So a
+/// `insert` or a `reset` makes the queue's next expiration earlier (its
+/// earliest deadline, or for a far one the start of the wheel slot that
+/// holds it, which the queue's timer waits for), and when a `remove`,
+/// `try_remove` or `clear` leaves the queue empty or makes its next
+/// expiration later; its next poll then waits for the new one. So a
 /// waiting task never waits past the queue's next deadline, and
 /// `poll_expired` answers `Ready(None)` as soon as the queue is empty.
 ///

@@ -12,7 +12,8 @@ pub(crate) static GLOBAL: OnceLock<TimerService> = OnceLock::new();
 
 impl TimerService {
     /// The process-wide service, with the defaults (a 1 ms tick, no pending
-    /// limit), started on first use. Its driver thread lives as long as the
+    /// limit) unless [`Builder::build_global`](crate::Builder::build_global)
+    /// made it, started on first use. Its driver thread lives as long as the
     /// process; shutting it down ends it for every user, so leave it running.
     ///
     /// # Panics

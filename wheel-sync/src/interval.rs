@@ -12,7 +12,7 @@ use crate::Sleep;
 /// observed at or after the following tick's deadline (the task was busy, or
 /// not polled, for a period or more).
 ///
-/// Every tick is delivered, late or not; this decides when the ones after it
+/// The late tick itself is delivered; this decides when the ones after it
 /// are due. With a period of 10 ms, ticks due at 10, 20, 30… and the tick
 /// due at 10 observed at 35:
 ///
@@ -89,9 +89,11 @@ impl MissedTickBehavior {
 /// [`interval_at`]: crate::interval_at
 ///
 /// # Panics
-/// Waiting for a tick the driver had not fired when the service shut down
-/// panics, as [`Sleep`] does (a tick due, but late, is abandoned like one
-/// not yet due); [`is_shut_down`](Self::is_shut_down) tells beforehand.
+/// Waiting for a tick the interval's timer was waiting for when the
+/// service shut down panics, as [`Sleep`] does (a tick due, but late, is
+/// abandoned like one not yet due); ticks that were already due when the
+/// interval last moved its timer (a burst owed) are still delivered.
+/// [`is_shut_down`](Self::is_shut_down) tells beforehand.
 ///
 /// # Examples
 /// A game loop's fixed update, three frames:

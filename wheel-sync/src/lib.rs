@@ -36,7 +36,9 @@
 //!   any kind, a `Sleep`'s first poll or reset) waits until the driver
 //!   has taken that queue up to a few thousand before it, or until the
 //!   driver has taken nothing for 100 ms, so threads that outnumber the
-//!   cores cannot grow the queues without bound
+//!   cores cannot grow the queues without bound (a push also waits, for
+//!   a moment, while another thread of its spot installs the queue's next
+//!   block)
 //!   ([`Stats::waits_for_driver`] counts the waits). A new timer waits in its thread's parking spot
 //!   if it finds an empty place there (a spot has 64; a park looks at the
 //!   eight after the one last parked in, so requests answered in the order
@@ -45,8 +47,9 @@
 //!   spots never write one tail); the one driver thread takes what is
 //!   queued each round, and what is parked once it is due within 100 ms
 //!   (the longest the driver sleeps with timers pending). A cancel takes a
-//!   parked timer back, so a request timeout answered in time, with up to
-//!   that many in flight on its thread, never reaches the driver. Each thread counts
+//!   parked timer back, so a request timeout answered in time, more than
+//!   about 100 ms before its deadline, with up to that many in flight on
+//!   its thread, never reaches the driver. Each thread counts
 //!   its timers, and the handles it makes hold the service, on lines it
 //!   owns, however the service is held (by reference, a clone per task, the
 //!   global functions).
@@ -72,7 +75,9 @@
 //! - **Time**: deadlines round *up* to the tick (1 ms by default) and the
 //!   clock rounds down, so nothing fires early; under light load a timer
 //!   fires within about one tick of its deadline. After a stall, everything
-//!   that came due fires once, in deadline order.
+//!   that came due fires once, in deadline order among what the driver has
+//!   taken: a round takes at most a few thousand queued timers, so a
+//!   larger backlog fires a batch at a time, each batch in order.
 //! - **Cancel** is O(1) from any thread, never waits for the driver and
 //!   sends it nothing. The closure (or a dropped `Sleep`'s waker) is
 //!   dropped at once, on the cancelling thread. A timer taken back from its
@@ -151,8 +156,11 @@
 //! [`ShutdownReport::unfired`] (its callback dropped unrun, its task
 //! woken), and [`TimerService::pending`] is 0 after; a schedule that races
 //! the shutdown either gets `Ok` and is counted so, or gets
-//! [`ScheduleError::Shutdown`]. A `shutdown` that returns, from any thread,
-//! returns with the service down. (The shutdown closes the service's
+//! [`ScheduleError::Shutdown`]. A `shutdown` that returns `Ok` or
+//! [`ShutdownError::AlreadyShutDown`], from any thread, returns with the
+//! service down; called from the driver's own thread (a callback, a
+//! wake) it returns [`ShutdownError::FromCallback`] at once, and the
+//! service runs on. (The shutdown closes the service's
 //! queue; a timer whose place in it was claimed before is written however
 //! late, and the driver waits for it: between the claim and the write a
 //! push runs no user code, takes no lock and cannot panic.) A `Sleep` or

@@ -336,8 +336,9 @@ impl TimerService {
 
     /// Moves a [manual clock](Builder::manual_clock) forward by `by`, then
     /// waits until the driver has fired every timer due by the new time
-    /// (scheduled, from any thread, before this call): callbacks have run and
-    /// sleeps' wakers have been woken when it returns. Called from a
+    /// (scheduled, from any thread, before this call): callbacks have run
+    /// (or been handed to the [callback executor](Builder::callback_executor))
+    /// and sleeps' wakers have been woken when it returns. Called from a
     /// callback, it moves the clock and returns at once; what came due fires
     /// after the callback, in the driver's next round.
     ///

@@ -121,8 +121,8 @@ impl Sleep {
         self.passed || self.entry.as_ref().is_some_and(|e| e.state() == FIRED)
     }
 
-    /// Whether the service shut down before this sleep's deadline (polling
-    /// it would panic).
+    /// Whether polling this sleep would panic: the service shut down before
+    /// its timer fired, or before its first poll made one.
     ///
     /// # Examples
     /// ```

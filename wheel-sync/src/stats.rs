@@ -30,9 +30,12 @@ pub struct ShutdownReport {
     pub unrun: usize,
 }
 
-/// Counters, as of the driver's last fire (except `pending`, which is
-/// exact): a fire is counted before its callback runs or its task is
-/// woken.
+/// Counters: `fired` and the lateness as of the driver's last fire (a fire
+/// is counted before its callback runs or its task is woken); `scheduled`,
+/// `cancelled`, `panicked` and `waits_for_driver` as the threads that
+/// schedule, cancel or catch count them; `pending` as
+/// [`TimerService::pending`](crate::TimerService::pending) counts it,
+/// exact whenever no timer is being counted in or out meanwhile.
 ///
 /// # Examples
 /// ```
@@ -60,9 +63,11 @@ pub struct Stats {
     /// Panics of user code, caught and counted, after which the driver (or
     /// the thread that ran it) carried on: callbacks, wakers woken, the
     /// drops of closures and what they capture (on fire, cancel and
-    /// shutdown), and the callback executor itself. A `Sleep`'s waker is
-    /// cloned and dropped only on its owner's thread, in its poll or drop,
-    /// where a panic unwinds into the caller as in any future: not counted.
+    /// shutdown), and the callback executor itself, and the drop of a
+    /// `Sleep`'s waker inside the driver's wake, which consumes it (on fire
+    /// or at shutdown). Otherwise a `Sleep`'s waker is cloned and dropped on
+    /// its owner's thread, in its poll or drop, where a panic unwinds into
+    /// the caller as in any future: not counted.
     pub panicked: u64,
     /// Live timers now.
     pub pending: usize,

@@ -232,3 +232,52 @@ fn schedules_refused_after_shutdown_leave_the_scheduled_count_where_it_was() {
     }
     assert_eq!(timers.stats().scheduled, settled);
 }
+
+/// A fire is counted before its callback runs: the callback itself reads
+/// its own fire in `Stats::fired`.
+#[test]
+fn a_fire_is_counted_before_its_callback_runs() {
+    let timers = manual();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let inner = timers.clone();
+    timers
+        .schedule(ms(1), move || tx.send(inner.stats().fired).unwrap())
+        .unwrap();
+    timers.advance(ms(1)).unwrap();
+    assert_eq!(rx.recv().unwrap(), 1);
+}
+
+/// A thread that has pushed two batches to its queue while the driver is
+/// held up in a callback waits for it at the second batch's end, gives up
+/// once the driver has taken nothing for 100 ms, and the wait is counted
+/// in `Stats::waits_for_driver`; everything fires once the driver is free.
+#[test]
+fn a_producer_two_batches_ahead_of_a_held_driver_waits_and_is_counted() {
+    const PUSHES: usize = 2 * 4096;
+    let timers = TimerService::new();
+    let (held_tx, held) = std::sync::mpsc::channel();
+    timers
+        .schedule_detached(Duration::ZERO, move || {
+            held_tx.send(()).unwrap();
+            thread::sleep(Duration::from_millis(400));
+        })
+        .unwrap();
+    held.recv().unwrap();
+    let before = timers.stats().waits_for_driver;
+    let fired = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let start = std::time::Instant::now();
+    for _ in 0..PUSHES {
+        let fired = fired.clone();
+        timers
+            .schedule_detached(Duration::ZERO, move || {
+                fired.fetch_add(1, SeqCst);
+            })
+            .unwrap();
+    }
+    let took = start.elapsed();
+    assert!(timers.stats().waits_for_driver > before, "no wait counted");
+    assert!(took >= Duration::from_millis(100), "pushed in {took:?}");
+    assert!(common::patiently::wait_until(
+        || fired.load(SeqCst) == PUSHES
+    ));
+}
