@@ -116,6 +116,42 @@ fn timers_cancelled_after_they_were_filed_are_not_held_until_their_deadline() {
     assert_eq!(timers.pending(), 0);
 }
 
+/// On a manual clock too, the driver looks every 100 ms of real time while
+/// timers are pending, so the copies that cancels left dead in its wheel
+/// are freed without anyone advancing the clock. (The closures, 1 KiB
+/// each, are dropped by the cancels, but their memory is inside the
+/// entries, which the dead copies hold.)
+#[test]
+fn a_manual_clocks_driver_frees_cancelled_filed_timers_without_an_advance() {
+    const TIMERS: usize = 10_000;
+    const PAD: usize = 1024;
+    let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
+    let timers = manual();
+    let _kept = timers.schedule(HOUR, || ()).unwrap();
+    let handles: Vec<_> = (0..TIMERS)
+        .map(|_| {
+            let pad = [0_u8; PAD];
+            timers
+                .schedule(HOUR, move || {
+                    std::hint::black_box(pad);
+                })
+                .unwrap()
+        })
+        .collect();
+    timers.advance(Duration::ZERO).unwrap(); // filed
+    let held = LIVE.load(SeqCst);
+    for handle in handles {
+        assert!(handle.cancel());
+    }
+    let settled = wait_until(PATIENCE, || LIVE.load(SeqCst) + TIMERS * PAD <= held);
+    assert!(
+        settled,
+        "{} bytes live, {held} with the timers filed",
+        LIVE.load(SeqCst)
+    );
+    assert_eq!(timers.pending(), 1);
+}
+
 /// A server with a thread per connection: each thread makes a timer on the
 /// shared service, cancels it and ends. Each thread makes a lane to the
 /// service, kept by its thread-locals; once the thread has gone, its lane
