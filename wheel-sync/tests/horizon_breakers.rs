@@ -1289,23 +1289,7 @@ fn sleeps_reset_at_random_around_the_horizon_on_other_threads_are_never_early() 
     const RING: usize = 8;
     const RESETS: usize = 600;
     let timers = TimerService::new();
-    let rings: Vec<Vec<Sleep>> = (0..THREADS)
-        .map(|_| {
-            let timers = timers.clone();
-            thread::spawn(move || {
-                (0..RING)
-                    .map(|_| {
-                        let mut sleep = timers.sleep(HOUR);
-                        assert!(poll_once(&mut sleep, Waker::noop()).is_pending());
-                        sleep
-                    })
-                    .collect()
-            })
-        })
-        .collect::<Vec<_>>()
-        .into_iter()
-        .map(|t| t.join().unwrap())
-        .collect();
+    let rings = sleep_rings(&timers, THREADS, RING);
     let movers: Vec<_> = rings
         .into_iter()
         .enumerate()
@@ -1508,23 +1492,7 @@ fn a_shutdown_while_parked_sleeps_are_reset_on_other_threads_accounts_for_each()
     const THREADS: usize = 4;
     const RING: usize = 8;
     let timers = TimerService::new();
-    let rings: Vec<Vec<Sleep>> = (0..THREADS)
-        .map(|_| {
-            let timers = timers.clone();
-            thread::spawn(move || {
-                (0..RING)
-                    .map(|_| {
-                        let mut sleep = timers.sleep(HOUR);
-                        assert!(poll_once(&mut sleep, Waker::noop()).is_pending());
-                        sleep
-                    })
-                    .collect()
-            })
-        })
-        .collect::<Vec<_>>()
-        .into_iter()
-        .map(|t| t.join().unwrap())
-        .collect();
+    let rings = sleep_rings(&timers, THREADS, RING);
     let stop = Arc::new(AtomicBool::new(false));
     let movers: Vec<_> = rings
         .into_iter()
@@ -1675,4 +1643,24 @@ fn a_delay_queue_moves_its_parked_sleep_earlier_on_another_thread() {
     .join()
     .unwrap();
     assert_eq!(timers.pending(), 0);
+}
+
+/// `threads` rings of `ring` sleeps an hour out, each ring made and first
+/// polled (parked) on a thread of its own that has ended since.
+fn sleep_rings(timers: &TimerService, threads: usize, ring: usize) -> Vec<Vec<Sleep>> {
+    let makers: Vec<_> = (0..threads)
+        .map(|_| {
+            let timers = timers.clone();
+            thread::spawn(move || {
+                (0..ring)
+                    .map(|_| {
+                        let mut sleep = timers.sleep(HOUR);
+                        assert!(poll_once(&mut sleep, Waker::noop()).is_pending());
+                        sleep
+                    })
+                    .collect()
+            })
+        })
+        .collect();
+    makers.into_iter().map(|t| t.join().unwrap()).collect()
 }
