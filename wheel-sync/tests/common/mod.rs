@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use wheel_sync::TimerService;
 
+pub mod tokio_cases;
 pub mod tokio_runtimes;
 
 /// How long any condition may take to come true before a test gives up.
