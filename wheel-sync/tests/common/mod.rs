@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use wheel_sync::TimerService;
 
+pub mod horizon;
 pub mod tokio_cases;
 pub mod tokio_runtimes;
 
