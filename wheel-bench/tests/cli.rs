@@ -296,6 +296,7 @@ fn quick_timeouts_prints_json_rows() {
             "ratio_to_heap",
             "ratio_to_best_way",
             "cpu_s",
+            "driver_rounds_per_s",
             "peak_rss_mib",
             "run"
         ]
@@ -303,6 +304,9 @@ fn quick_timeouts_prints_json_rows() {
     let (heap, _) = parse_row(lines[1]);
     assert_eq!(wheel["impl"], "wheel");
     assert_eq!(heap["impl"], "heap");
+    // A count for wheel-sync (in 0.1 s it may be none), none for a peer.
+    assert!(wheel["driver_rounds_per_s"].as_f64().is_some(), "{wheel}");
+    assert!(heap["driver_rounds_per_s"].is_null(), "{heap}");
     assert_eq!(heap["ratio_to_heap"], 1.0);
     assert_eq!(wheel["ratio_to_best_way"], 1.0);
     for row in [wheel, heap] {

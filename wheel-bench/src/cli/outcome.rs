@@ -53,6 +53,10 @@ pub struct TimeoutsOutcome {
     pub elapsed_ns: u64,
     /// CPU time (user + system, all threads) over `elapsed_ns`.
     pub cpu_ns: u64,
+    /// The wheel-sync driver's rounds over `elapsed_ns` (`Stats::rounds`);
+    /// `None` for the peers.
+    #[serde(default)]
+    pub driver_rounds: Option<u64>,
 }
 
 /// A `redis` run as the child saw it.
@@ -145,6 +149,7 @@ mod tests {
                 ops: 123,
                 elapsed_ns: 456,
                 cpu_ns: 789,
+                driver_rounds: Some(12),
             }),
             Outcome::Redis(RedisOutcome {
                 ops: 10,

@@ -191,6 +191,10 @@ pub struct TimeoutsRow {
     ratio_to_best_way: Num<2>,
     #[tabled(rename = "CPU s")]
     cpu_s: Num<2>,
+    /// The wheel-sync driver's rounds a second: how often it woke and
+    /// worked, which the CPU column alone hides on many cores.
+    #[tabled(rename = "driver rounds/s")]
+    driver_rounds_per_s: Num<0>,
     #[tabled(rename = "peak RSS MiB")]
     peak_rss_mib: Num<1>,
     /// Which run; the table gives the spread over all of them instead.
@@ -303,6 +307,9 @@ pub fn timeouts_rows(results: &[TimeoutsResult]) -> Vec<TimeoutsRow> {
                 ratio_to_heap: Num(heap.map_or(f64::NAN, |h| ops_per_s / h.ops_per_s())),
                 ratio_to_best_way: Num(best_way.map_or(f64::NAN, |b| ops_per_s / b)),
                 cpu_s: Num(r.cpu_s),
+                driver_rounds_per_s: Num(r.outcome.driver_rounds.map_or(f64::NAN, |n| {
+                    n as f64 * 1e9 / r.outcome.elapsed_ns.max(1) as f64
+                })),
                 peak_rss_mib: mib(r.peak_rss_kib),
                 run: r.run,
             }

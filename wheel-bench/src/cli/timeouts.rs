@@ -41,6 +41,7 @@ pub fn run(args: &TimeoutsArgs, imp: Impl) -> Result<TimeoutsOutcome, RunError> 
         secs: args.secs,
         any_order: args.any_order,
         label: format!("timeouts {imp:<11} x{threads:<3}"),
+        service: None,
     };
     match imp {
         Impl::Heap => {
@@ -92,13 +93,13 @@ pub fn run(args: &TimeoutsArgs, imp: Impl) -> Result<TimeoutsOutcome, RunError> 
         Impl::WheelQueue => {
             let service = TimerService::builder().build()?;
             // One queue per thread, as for `delayqueue`.
-            bench.drive(|lane| {
+            bench.on(&service).drive(|lane| {
                 queue_requests(lane, k, wheel_sync::DelayQueue::with_service(&service))
             })
         }
         Impl::Wheel => {
             let service = TimerService::builder().build()?;
-            bench.drive(|lane| {
+            bench.on(&service).drive(|lane| {
                 // A clone per thread, as each client thread would hold.
                 let service = service.clone();
                 if k == 1 {
@@ -114,7 +115,7 @@ pub fn run(args: &TimeoutsArgs, imp: Impl) -> Result<TimeoutsOutcome, RunError> 
         Impl::WheelShared => {
             let service = TimerService::builder().build()?;
             // One service, shared by reference by every thread.
-            bench.drive(|lane| {
+            bench.on(&service).drive(|lane| {
                 if k == 1 {
                     lane.count(|| {
                         service.schedule(TIMEOUT, || {})?.cancel();
@@ -127,7 +128,7 @@ pub fn run(args: &TimeoutsArgs, imp: Impl) -> Result<TimeoutsOutcome, RunError> 
         }
         Impl::WheelCloneEach => {
             let service = TimerService::builder().build()?;
-            bench.drive(|lane| {
+            bench.on(&service).drive(|lane| {
                 if k == 1 {
                     lane.count(|| {
                         // A handle cloned for the request, as into a task.
@@ -157,7 +158,7 @@ pub fn run(args: &TimeoutsArgs, imp: Impl) -> Result<TimeoutsOutcome, RunError> 
         }
         Impl::WheelAsync => {
             let service = TimerService::builder().build()?;
-            bench.drive(|lane| {
+            bench.on(&service).drive(|lane| {
                 let service = service.clone();
                 // Polled once, as tokio's is, though it registers on creation.
                 if k == 1 {
@@ -169,7 +170,7 @@ pub fn run(args: &TimeoutsArgs, imp: Impl) -> Result<TimeoutsOutcome, RunError> 
         }
         Impl::WheelAsyncShared => {
             let service = TimerService::builder().build()?;
-            bench.drive(|lane| {
+            bench.on(&service).drive(|lane| {
                 if k == 1 {
                     polled_once(lane, || service.sleep(TIMEOUT))
                 } else {
@@ -178,9 +179,9 @@ pub fn run(args: &TimeoutsArgs, imp: Impl) -> Result<TimeoutsOutcome, RunError> 
             })
         }
         Impl::WheelAsyncGlobal => {
-            // Started before the clock, as the tokio peer's runtime is.
-            TimerService::global();
-            bench.drive(|lane| {
+            // Started before the clock (by `on`), as the tokio peer's
+            // runtime is.
+            bench.on(TimerService::global()).drive(|lane| {
                 if k == 1 {
                     polled_once(lane, || wheel_sync::sleep(TIMEOUT))
                 } else {
@@ -189,8 +190,7 @@ pub fn run(args: &TimeoutsArgs, imp: Impl) -> Result<TimeoutsOutcome, RunError> 
             })
         }
         Impl::WheelTimeout => {
-            TimerService::global();
-            bench.drive(|lane| {
+            bench.on(TimerService::global()).drive(|lane| {
                 let mut cx = Context::from_waker(Waker::noop());
                 if k == 1 {
                     lane.count(|| {
@@ -444,9 +444,20 @@ struct Bench {
     secs: f64,
     any_order: bool,
     label: String,
+    /// The wheel-sync service under test, whose driver's rounds the run
+    /// counts; `None` for the peers.
+    service: Option<TimerService>,
 }
 
 impl Bench {
+    /// The same bench, counting `service`'s driver rounds over the run.
+    fn on(self, service: &TimerService) -> Self {
+        Self {
+            service: Some(service.clone()),
+            ..self
+        }
+    }
+
     /// Runs `body` on every thread at once for `secs`; `body` returns its
     /// operation count.
     fn drive<F>(self, body: F) -> Result<TimeoutsOutcome, RunError>
@@ -475,6 +486,7 @@ impl Bench {
             start_line.wait();
             let start = Instant::now();
             let cpu_start_ns = child::cpu_ns()?;
+            let rounds_start = self.service.as_ref().map(|s| s.stats().rounds);
             progress_bar::wait_for(&bar, Duration::from_secs_f64(self.secs), &published);
             stop.store(true, Ordering::Relaxed);
             let mut ops = 0;
@@ -485,10 +497,12 @@ impl Bench {
             // and those operations are counted.
             let elapsed_ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
             let cpu_ns = child::cpu_ns()?.saturating_sub(cpu_start_ns);
+            let rounds_end = self.service.as_ref().map(|s| s.stats().rounds);
             Ok(TimeoutsOutcome {
                 ops,
                 elapsed_ns,
                 cpu_ns,
+                driver_rounds: rounds_start.zip(rounds_end).map(|(a, b)| b - a),
             })
         })
     }

@@ -101,10 +101,32 @@ fn timeouts_result(run: usize, imp: Impl, threads: usize, ops: u64) -> TimeoutsR
             ops,
             elapsed_ns: 1_000_000_000,
             cpu_ns: 1_000_000_000,
+            driver_rounds: None,
         },
         cpu_s: 1.0,
         peak_rss_kib: 2048,
     }
+}
+
+/// A wheel-sync row gives its driver's rounds a second; a peer's, none.
+#[test]
+fn timeouts_rows_give_the_drivers_rounds_a_second_for_wheel_sync_only() {
+    let mut wheel = timeouts_result(1, Impl::Wheel, 1, 100);
+    wheel.outcome.elapsed_ns = 2_000_000_000;
+    wheel.outcome.driver_rounds = Some(50);
+    let rows = timeouts_rows(&[wheel, timeouts_result(1, Impl::Tokio, 1, 100)]);
+    let json = json_lines(&rows);
+    let lines: Vec<&str> = json.lines().collect();
+    assert!(
+        lines[0].contains(r#""driver_rounds_per_s":25"#),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[1].contains(r#""driver_rounds_per_s":null"#),
+        "{}",
+        lines[1]
+    );
 }
 
 #[test]
