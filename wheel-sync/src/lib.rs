@@ -40,9 +40,10 @@
 //!   a moment, while another thread of its spot installs the queue's next
 //!   block)
 //!   ([`Stats::waits_for_driver`] counts the waits). A new timer waits in its thread's parking spot
-//!   if it finds an empty place there (a spot has 64; a park looks at the
-//!   eight after the one last parked in, so requests answered in the order
-//!   made stay there up to 64 in flight, in any order up to eight), else goes into the spot's
+//!   if it finds an empty place there (a spot has 64; a park looks at
+//!   eight from the place a cancel last emptied or the one after the last
+//!   park, so a thread that makes a request as it ends one keeps up to 64
+//!   in flight there, answered in any order), else goes into the spot's
 //!   lock-free MPSC queue (a queue per spot, so threads on different
 //!   spots never write one tail); the one driver thread takes what is
 //!   queued each round, and what is parked once it is due within 100 ms

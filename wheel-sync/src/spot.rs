@@ -11,11 +11,12 @@
 //!   spot's queue, so a message is always parked or queued, never in a
 //!   thread's hands. Each place keeps these rules on its own; the places
 //!   are only looked at in turn. A park looks at [`PROBES`] places (a
-//!   cache line's worth), from the one after the place last parked in
-//!   (the spot's cursor, a hint its threads race on harmlessly), so that
-//!   a thread whose requests are answered in the order made finds the
-//!   place its oldest one left, and a full spot costs a park eight loads,
-//!   not 64. Only a new timer's message is parked, once: its entry
+//!   cache line's worth) from the spot's cursor: the place after the one
+//!   last parked in, or the place a cancel last emptied, whichever came
+//!   last (a hint its threads race on harmlessly). So a thread that makes
+//!   a request as it ends one finds the place the ended one left, in
+//!   whatever order its requests are answered, and a full spot costs a
+//!   park eight loads, not 64. Only a new timer's message is parked, once: its entry
 //!   records the place, for its owner's cancel or move.
 //! - A parked message is as good as a queued one (rules 2 and 3 of
 //!   `shared`): the driver takes each parked message due by its round's
@@ -43,9 +44,9 @@
 //!   it was parked in): the driver never sees that timer. The record is a
 //!   hint: the exchange succeeds only if that place holds this entry's
 //!   message, and an entry has at most one message on its way. So a
-//!   thread with up to `PLACES` requests in flight, answered in the order
-//!   made (or up to `PROBES` in any order), each before its deadline comes
-//!   within the driver's horizon, hands the driver none of them.
+//!   thread with up to `PLACES` requests in flight, each made as another
+//!   ends (or up to `PROBES` made at once), each ended before its deadline
+//!   comes within the driver's horizon, hands the driver none of them.
 //! - `owners` counts the `TimerService` clones made on the spot's threads,
 //!   each counted out where it was counted in, with a version above the
 //!   count that every change bumps. A clone is made only from a clone, so
@@ -250,7 +251,9 @@ impl Spots {
     #[inline]
     pub(crate) fn retract(&self, index: usize, entry: &Entry) -> bool {
         let ptr = ptr::from_ref(entry).cast_mut();
-        let place = &self.spot(index).places[entry.place()];
+        let spot = self.spot(index);
+        let i = entry.place();
+        let place = &spot.places[i];
         // A plain load first: a locked instruction only if the place holds
         // it (it does unless the spot was full or the driver took it).
         if place.load(Ordering::Relaxed) != ptr {
@@ -263,6 +266,9 @@ impl Spots {
         else {
             return false;
         };
+        // The next park starts at the place just emptied, whatever order
+        // the requests are answered in.
+        spot.next.store(i as u8, Ordering::Relaxed);
         // SAFETY: the exchange made this thread the taker of the reference
         // the place held, which `park` gave up by `into_raw`. `taken`, not
         // `ptr`: it is the pointer `into_raw` gave, to the whole allocation.

@@ -76,21 +76,22 @@ fn places(spots: &Spots, index: usize) -> Vec<*mut Entry> {
 }
 
 #[test]
-fn parks_go_round_from_the_cursor_and_a_cancel_finds_the_place_recorded() {
+fn a_park_starts_at_the_place_a_cancel_emptied_and_a_cancel_finds_the_place_recorded() {
     let spots = Spots::new();
     let (a, a_msg) = message(1);
     let (b, b_msg) = message(2);
     let (c, c_msg) = message(3);
+    let (d, d_msg) = message(4);
     assert!(spots.park(4, a_msg, 0).is_ok());
     assert!(spots.park(4, b_msg, 0).is_ok());
     assert!(spots.retract(4, &a));
-    // Place 0 is free again, but the next park starts after b's place:
-    // the place a thread's oldest request left, not its newest.
+    // Place 0 is free again, and the cancel left the cursor there: the
+    // next park takes it, whatever order requests are answered in.
     assert!(spots.park(4, c_msg, 0).is_ok());
-    assert_eq!(
-        places(&spots, 4)[..3],
-        [ptr::null_mut(), b.as_ptr(), c.as_ptr()]
-    );
+    // The one after goes after c's place, to the first free one.
+    assert!(spots.park(4, d_msg, 0).is_ok());
+    assert_eq!(places(&spots, 4)[..3], [c.as_ptr(), b.as_ptr(), d.as_ptr()]);
+    assert!(spots.retract(4, &d));
     assert!(spots.retract(4, &c), "found where it was parked");
     assert!(spots.retract(4, &b));
     assert!(!spots.any_parked(u64::MAX));
@@ -109,18 +110,24 @@ fn a_park_looks_at_a_line_of_places_from_the_cursor_then_gives_up() {
             owner
         })
         .collect();
-    // The cursor is back at place 0. A place past the line it starts
-    // is free, but a park does not look that far.
-    assert!(spots.retract(6, &owners[PROBES]));
+    // Two places emptied; the last cancel leaves the cursor on its own
+    // (place 0), where the next park goes, and the cursor moves past.
+    assert!(spots.retract(6, &owners[PROBES + 1]));
+    assert!(spots.retract(6, &owners[0]));
     let (d, d_msg) = message(100);
+    assert!(spots.park(6, d_msg, 0).is_ok());
+    assert_eq!(places(&spots, 6)[0], d.as_ptr());
+    // Place PROBES + 1 is free, but past the line from the cursor (1): a
+    // park does not look that far.
+    let (e, e_msg) = message(101);
     let refused = spots
-        .park(6, d_msg, 0)
+        .park(6, e_msg, 0)
         .expect_err("no place free in the line");
-    assert_eq!(refused.as_ptr(), d.as_ptr());
+    assert_eq!(refused.as_ptr(), e.as_ptr());
     // One free within the line: taken.
     assert!(spots.retract(6, &owners[PROBES - 1]));
     assert!(spots.park(6, refused, 0).is_ok());
-    assert_eq!(places(&spots, 6)[PROBES - 1], d.as_ptr());
+    assert_eq!(places(&spots, 6)[PROBES - 1], e.as_ptr());
     assert_eq!(spots.sweep(u64::MAX, drop).0, PLACES - 1);
 }
 
