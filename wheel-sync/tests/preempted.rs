@@ -17,7 +17,7 @@ use wheel_sync::{ScheduleError, TimerHandle};
 
 mod common;
 use common::patiently::wait_until;
-use common::{block_on, named_service, XorShift, HOUR};
+use common::{block_on, named_service, Counted, XorShift, HOUR};
 
 /// How long a signalled thread stays stopped.
 const STOP_NS: libc::c_long = 3_000_000;
@@ -224,7 +224,7 @@ fn shutdowns_racing_stopped_producers_account_for_every_timer() {
                     tids[p].store(tid(), SeqCst);
                     let (mut accepted, mut cancelled, mut kept) = (0, 0, Vec::new());
                     for i in 0_u64.. {
-                        let counted = CountDrop(dropped.clone());
+                        let counted = Counted(dropped.clone());
                         let ran = ran.clone();
                         let callback = move || {
                             let _counted = counted;
@@ -289,14 +289,5 @@ fn shutdowns_racing_stopped_producers_account_for_every_timer() {
             accepted + PRODUCERS,
             "round {round}: a closure was not dropped"
         );
-    }
-}
-
-/// Counts a closure's drop.
-struct CountDrop(Arc<AtomicUsize>);
-
-impl Drop for CountDrop {
-    fn drop(&mut self) {
-        self.0.fetch_add(1, SeqCst);
     }
 }

@@ -4,8 +4,7 @@
 
 use std::collections::HashSet;
 use std::future::Future;
-use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
-use std::sync::{mpsc, Arc};
+use std::sync::mpsc;
 use std::task::Waker;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -43,14 +42,8 @@ pub fn collect_on_time(
     seen
 }
 
-/// Counts its drops.
-pub struct Counted(pub Arc<AtomicUsize>);
-
-impl Drop for Counted {
-    fn drop(&mut self) {
-        self.0.fetch_add(1, SeqCst);
-    }
-}
+#[allow(unused_imports)]
+pub use super::Counted;
 
 /// Runs a closure as it is dropped.
 pub struct OnDrop(pub Option<Box<dyn FnOnce() + Send>>);

@@ -133,6 +133,16 @@ impl Drop for DropFlag {
     }
 }
 
+/// Counts its drops: move one into each closure to count the closures
+/// released.
+pub struct Counted(pub Arc<AtomicUsize>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, SeqCst);
+    }
+}
+
 /// A guard to move into a closure, and the flag it sets when dropped.
 pub fn drop_flag() -> (DropFlag, Arc<AtomicBool>) {
     let flag = Arc::new(AtomicBool::new(false));

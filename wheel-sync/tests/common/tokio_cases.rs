@@ -4,55 +4,23 @@
 
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
-use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Poll, Waker};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use wheel_sync::delay_queue::Expired;
-use wheel_sync::{DelayQueue, Interval, TimerService};
+use wheel_sync::{DelayQueue, Interval};
 
-pub const PATIENCE: Duration = Duration::from_secs(10);
-
-pub fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
+// The helpers every test shares, under the names tokio's suites use;
+// each binary uses some of them.
+#[allow(unused_imports)]
+pub use super::{
+    counting_waker as counter, manual, ms, poll_once as poll, CountingWaker as Counter, HOUR,
+    PATIENCE,
+};
 
 pub fn us(n: u64) -> Duration {
     Duration::from_micros(n)
-}
-
-pub fn manual() -> TimerService {
-    TimerService::builder().manual_clock().build().unwrap()
-}
-
-/// A waker that counts its wakes: tokio-test's `is_woken`.
-#[derive(Default)]
-pub struct Counter(AtomicUsize);
-
-impl Counter {
-    pub fn count(&self) -> usize {
-        self.0.load(SeqCst)
-    }
-}
-
-impl Wake for Counter {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.0.fetch_add(1, SeqCst);
-    }
-}
-
-pub fn counter() -> (Arc<Counter>, Waker) {
-    let c = Arc::new(Counter::default());
-    (c.clone(), Waker::from(c))
-}
-
-pub fn poll<F: Future + Unpin>(f: &mut F, waker: &Waker) -> Poll<F::Output> {
-    Pin::new(f).poll(&mut Context::from_waker(waker))
 }
 
 /// Polls `f` once from inside an async block, with the block's context.
@@ -99,8 +67,6 @@ pub fn within_patience<R: Send + 'static>(what: &str, f: impl FnOnce() -> R + Se
     }
     handle.join().unwrap()
 }
-
-pub const HOUR: Duration = Duration::from_secs(3600);
 
 /// A tiny xorshift, for spreads that do not depend on a seed crate.
 pub struct Rng(pub u64);
